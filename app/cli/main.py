@@ -1,0 +1,22 @@
+"""The `cafbot` command. Sub-commands live beside this file, one module per group."""
+
+from __future__ import annotations
+
+import os
+
+# Set before chromadb or huggingface are imported anywhere: no telemetry, no hub look-ups.
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import typer  # noqa: E402
+
+from app.cli import kb  # noqa: E402
+
+cli = typer.Typer(help="cafbot: a safety-filtered patient-education chatbot.", no_args_is_help=True)
+cli.add_typer(kb.cli, name="kb", help="Check, ingest, index and evaluate a knowledge base.")
+
+
+def main() -> None:
+    cli()

