@@ -8,7 +8,7 @@ failure means (the CAF, for one, treats it as a flag and fails closed).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -31,18 +31,14 @@ class ModelCall(BaseModel):
     error: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class RoleClient:
-    """A chat model bound to the role it plays, with the calls it made."""
+    """A chat model bound to the role it plays. Shared across conversations, so it keeps no
+    per-call state: each call's record is returned to the caller, who puts it in the turn trace."""
 
     role: str
     model_name: str
     llm: BaseChatModel
-    calls: list[ModelCall] = field(default_factory=list)
-
-    def record(self, call: ModelCall) -> ModelCall:
-        self.calls.append(call)
-        return call
 
 
 def _usage(message: BaseMessage | None) -> tuple[int, int]:
@@ -61,18 +57,16 @@ def call_text(client: RoleClient, messages: list[BaseMessage], purpose: str = ""
     try:
         message = client.llm.invoke(messages)
     except Exception as error:  # any transport, timeout or server error
-        client.record(_failed(client, purpose, started, _describe(error)))
-        raise ModelError(client.role, client.model_name, _describe(error)) from error
+        raise _error(_failed(client, purpose, started, _describe(error))) from error
     text = message.content if isinstance(message.content, str) else _join_parts(message.content)
     tokens_in, tokens_out = _usage(message)
     call = ModelCall(role=client.role, model=client.model_name, purpose=purpose,
                      input_tokens=tokens_in, output_tokens=tokens_out,
                      latency_ms=(time.perf_counter() - started) * 1000)
     if not text.strip():
-        call.ok, call.error = False, "empty output"
-        client.record(call)
-        raise ModelError(client.role, client.model_name, "the model returned an empty answer")
-    return text.strip(), client.record(call)
+        call.ok, call.error = False, "the model returned an empty answer"
+        raise _error(call)
+    return text.strip(), call
 
 
 def call_structured(
@@ -85,8 +79,7 @@ def call_structured(
         runnable = client.llm.with_structured_output(schema, method="function_calling", include_raw=True)
         result = runnable.invoke(messages)
     except Exception as error:
-        client.record(_failed(client, purpose, started, _describe(error)))
-        raise ModelError(client.role, client.model_name, _describe(error)) from error
+        raise _error(_failed(client, purpose, started, _describe(error))) from error
     raw: AIMessage | None = result.get("raw")
     tokens_in, tokens_out = _usage(raw)
     call = ModelCall(role=client.role, model=client.model_name, purpose=purpose,
@@ -95,15 +88,21 @@ def call_structured(
     parsed = result.get("parsed")
     if not isinstance(parsed, schema):
         problem = result.get("parsing_error") or "no structured answer"
-        call.ok, call.error = False, f"malformed output: {_describe(problem) if isinstance(problem, BaseException) else problem}"
-        client.record(call)
-        raise ModelError(client.role, client.model_name, call.error)
-    return parsed, client.record(call)
+        detail = _describe(problem) if isinstance(problem, BaseException) else str(problem)
+        call.ok, call.error = False, f"malformed output: {detail}"
+        raise _error(call)
+    return parsed, call
 
 
 def _failed(client: RoleClient, purpose: str, started: float, error: str) -> ModelCall:
     return ModelCall(role=client.role, model=client.model_name, purpose=purpose, ok=False,
                      error=error, latency_ms=(time.perf_counter() - started) * 1000)
+
+
+def _error(call: ModelCall) -> ModelError:
+    error = ModelError(call.role, call.model, call.error or "unknown error")
+    error.call = call  # so the caller can still put the failed call in the trace
+    return error
 
 
 def _join_parts(parts: list) -> str:

@@ -1,0 +1,108 @@
+"""`cafbot ask` (one question) and `cafbot chat` (a conversation in the terminal)."""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from typing import Annotated
+
+import typer
+
+from app.cli.common import console, err_console, friendly_errors, load_settings
+from app.cli.render import show_answer, show_sources, show_trace
+from app.config import Settings
+from app.errors import CafbotError
+from app.graph.state import TurnTrace
+from app.session import Chatbot
+
+ProfileOption = Annotated[str | None, typer.Option("--profile", "-p", help="offline, local or openai")]
+NoCaf = Annotated[bool, typer.Option("--no-caf", help="Turn the Critical Analysis Filter off (research only).")]
+
+
+def open_chatbot(stack: ExitStack, profile: str | None, no_caf: bool) -> Chatbot:
+    overrides = {"profile": profile} if profile else {}
+    settings = load_settings(**overrides)
+    if no_caf:
+        settings.caf.enabled = False
+    stack.enter_context(local_server_if_needed(settings))
+    with console.status("Loading the knowledge base and index…"):
+        return stack.enter_context(Chatbot(settings, show_progress=False))
+
+
+def local_server_if_needed(settings: Settings):
+    from app.models.local_server import serve_if_needed
+
+    return serve_if_needed(settings)
+
+
+@friendly_errors
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question, in quotes.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer and its trace as JSON.")] = False,
+    thread: Annotated[str | None, typer.Option(help="Continue this conversation thread.")] = None,
+    profile: ProfileOption = None,
+    no_caf: NoCaf = False,
+) -> None:
+    """Ask one question and print the answer, its sources and the trace."""
+    with ExitStack() as stack:
+        bot = open_chatbot(stack, profile, no_caf)
+        thread_id = thread or bot.new_thread(label="cli-ask")
+        trace = bot.ask(thread_id, question)
+    if as_json:
+        typer.echo(json.dumps(trace_json(trace), indent=2, ensure_ascii=False))
+        return
+    show_answer(trace)
+    show_trace(trace)
+    console.print(f"[dim]thread {thread_id}: continue with --thread {thread_id}[/]")
+
+
+def trace_json(trace: TurnTrace) -> dict:
+    return {"answer": trace.answer, "citations": trace.citations, "thread_id": trace.thread_id,
+            "route": trace.route, "total_ms": round(trace.total_ms, 1),
+            "trace": trace.model_dump(mode="json")}
+
+
+HELP = "Commands: /sources  /trace  /reset  /quit"
+
+
+@friendly_errors
+def chat(
+    thread: Annotated[str | None, typer.Option(help="Resume this conversation thread.")] = None,
+    profile: ProfileOption = None,
+    no_caf: NoCaf = False,
+) -> None:
+    """A conversation in the terminal. Conversations are saved and can be resumed with --thread."""
+    with ExitStack() as stack:
+        bot = open_chatbot(stack, profile, no_caf)
+        thread_id = thread or bot.new_thread(label="cli-chat")
+        last: TurnTrace | None = None
+        console.print(f"[bold]cafbot[/] — information about schizophrenia from a checked knowledge base. "
+                      f"Not a substitute for your care team.\n[dim]{HELP}  (thread {thread_id})[/]")
+        if thread and (history := bot.messages(thread_id)):
+            console.print(f"[dim]Resumed: {len(history) // 2} earlier turns.[/]")
+        while True:
+            try:
+                text = console.input("[bold cyan]you>[/] ")
+            except (EOFError, KeyboardInterrupt):
+                console.print()
+                break
+            command = text.strip().lower()
+            if command in ("/quit", "/exit", "/q"):
+                break
+            if command == "/help":
+                console.print(HELP)
+            elif command == "/sources":
+                show_sources(last)
+            elif command == "/trace":
+                show_trace(last)
+            elif command == "/reset":
+                thread_id, last = bot.new_thread(label="cli-chat"), None
+                console.print(f"[dim]New conversation (thread {thread_id}).[/]")
+            else:
+                try:
+                    last = bot.ask(thread_id, text)
+                except CafbotError as error:  # the REPL survives; the conversation is unchanged
+                    err_console.print(f"[red]{error}[/]", highlight=False)
+                    continue
+                show_answer(last)
+        console.print(f"[dim]Saved. Resume with: cafbot chat --thread {thread_id}[/]")

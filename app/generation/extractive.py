@@ -1,0 +1,112 @@
+"""The grounded extractive generator: an answer made only of the sources' own sentences.
+
+It is the answer when no chat model is configured, and the CAF's safe fallback when a draft cannot
+be made to pass. Every sentence is copied from a source and cited, so it cannot invent anything;
+its weakness is fluency, not faithfulness.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.prompts import reply
+from judges.local.text import split_sentences
+
+Embed = Callable[[list[str]], np.ndarray]
+
+_MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
+_EMPHASIS = re.compile(r"[*_`]{1,3}")
+_WORDS = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an and are as at be but by can do does for from has have how i if in is it its my of on or "
+    "so that the their them they this to was what when where which who why will with you your".split()
+)
+
+
+@dataclass(frozen=True)
+class SourceDoc:
+    id: str
+    title: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Picked:
+    source_id: str
+    position: int
+    text: str
+    score: float
+
+
+def source_sentences(body: str) -> list[str]:
+    """A source's body as clean sentences: headings dropped, list markers and emphasis removed."""
+    sentences: list[str] = []
+    for line in body.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        clean = _EMPHASIS.sub("", _MARKUP.sub("", line)).strip()
+        for sentence in split_sentences(clean):
+            if len(sentence.split()) >= 5:
+                sentences.append(sentence if sentence[-1] in ".!?" else sentence + ".")
+    return sentences
+
+
+def _lexical(question_words: set[str], sentence: str) -> float:
+    words = set(_WORDS.findall(sentence.lower())) - _STOP
+    return len(words & question_words) / (len(question_words) or 1)
+
+
+def pick_sentences(
+    questions: Sequence[str], sources: Sequence[SourceDoc], embed: Embed,
+    max_sentences: int = 5, per_source: int = 3,
+) -> list[Picked]:
+    """The best sentences for the question's parts; every part gets its best sentence first."""
+    pool = [(doc.id, i, s) for doc in sources for i, s in enumerate(source_sentences(doc.body))]
+    if not pool:
+        return []
+    vectors = embed([s for _, _, s in pool])
+    part_vectors = embed(list(questions))
+    chosen: dict[tuple[str, int], Picked] = {}
+    scored_parts = []
+    for part, part_vector in zip(questions, part_vectors, strict=True):
+        words = set(_WORDS.findall(part.lower())) - _STOP
+        scores = vectors @ part_vector + 0.3 * np.array([_lexical(words, s) for _, _, s in pool])
+        scored_parts.append(scores)
+    combined = np.max(np.vstack(scored_parts), axis=0)
+    counts: dict[str, int] = {}
+
+    def take(index: int) -> None:
+        source_id, position, text = pool[index]
+        if (source_id, position) in chosen or counts.get(source_id, 0) >= per_source:
+            return
+        counts[source_id] = counts.get(source_id, 0) + 1
+        chosen[(source_id, position)] = Picked(source_id, position, text, float(combined[index]))
+
+    for scores in scored_parts:  # one sentence per part first, so no part goes unanswered
+        take(int(np.argmax(scores)))
+    for index in np.argsort(-combined):
+        if len(chosen) >= max_sentences:
+            break
+        take(int(index))
+    return list(chosen.values())
+
+
+def compose_extractive_answer(
+    questions: Sequence[str], sources: Sequence[SourceDoc], embed: Embed, max_sentences: int = 5
+) -> str:
+    """Readable order: sources in the order given (best first), sentences in their own order."""
+    picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences)
+    if not picked:
+        return reply("verification_reminder")
+    rank = {doc.id: n for n, doc in enumerate(sources)}
+    picked.sort(key=lambda p: (rank[p.source_id], p.position))
+    paragraphs: list[str] = []
+    for doc in sources:
+        lines = [f"{p.text} [{p.source_id}]" for p in picked if p.source_id == doc.id]
+        if lines:
+            paragraphs.append(" ".join(lines))
+    return "\n\n".join([reply("extractive_intro"), *paragraphs, reply("verification_reminder")])

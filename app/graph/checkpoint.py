@@ -1,0 +1,58 @@
+"""Where conversations persist: LangGraph's SQLite checkpointer (a thread per conversation), or
+Postgres for deployments. A restart opens the same file and the threads resume."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from app.config import Settings
+from app.errors import ConfigError
+from app.graph.state import CHECKPOINT_TYPES
+
+
+def serializer() -> JsonPlusSerializer:
+    # An explicit allowlist: the checkpointer rebuilds only our own state types (and LangChain's
+    # messages), never arbitrary classes named in the database.
+    return JsonPlusSerializer(allowed_msgpack_modules=list(CHECKPOINT_TYPES))
+
+
+@contextmanager
+def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
+    if settings.checkpointer.kind == "postgres":
+        with _postgres(settings) as saver:
+            yield saver
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # One connection shared by the CLI's or the app's threads; SqliteSaver serialises access.
+    conn = sqlite3.connect(settings.checkpoint_path, check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn, serde=serializer())
+        saver.setup()
+        yield saver
+    finally:
+        conn.close()
+
+
+def _postgres(settings: Settings) -> AbstractContextManager[BaseCheckpointSaver]:
+    if not settings.checkpointer.postgres_url:
+        raise ConfigError("checkpointer.kind is postgres but checkpointer.postgres_url is empty.")
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError as error:
+        raise ConfigError("The Postgres checkpointer needs `pip install -e '.[postgres]'`.") from error
+
+    @contextmanager
+    def opened() -> Iterator[BaseCheckpointSaver]:
+        with PostgresSaver.from_conn_string(settings.checkpointer.postgres_url) as saver:
+            saver.serde = serializer()
+            saver.setup()
+            yield saver
+
+    return opened()

@@ -1,0 +1,45 @@
+"""The heavy objects the graph's nodes use, built once and injected (never at import time)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.config import Settings
+from app.generation.extractive import Embed, SourceDoc
+from app.models import RoleClient, model_for
+from app.retrieval import SourceIdentifier
+
+
+@dataclass
+class Services:
+    settings: Settings
+    identifier: SourceIdentifier
+    embed: Embed
+    chat: RoleClient | None = None
+    caf: Any = None  # judges.cascade.CriticalAnalysisFilter; None: drafts pass unchecked
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, show_progress: bool = False, **overrides: Any) -> Services:
+        """Everything from configuration; pass `chat=`, `caf=` or `identifier=` to replace a part
+        (tests hand in scripted models this way)."""
+        from app.retrieval import Embedder, open_identifier
+
+        identifier = overrides.pop("identifier", None) or open_identifier(settings, show_progress=show_progress)
+        chat = overrides.pop("chat") if "chat" in overrides else model_for("chat", settings)
+        if "caf" in overrides:
+            caf = overrides.pop("caf")
+        else:
+            from judges.cascade import CriticalAnalysisFilter
+
+            caf = CriticalAnalysisFilter.from_settings(settings)
+        return cls(settings=settings, identifier=identifier, embed=Embedder.get().encode,
+                   chat=chat, caf=caf, **overrides)
+
+    def source_doc(self, source_id: str) -> SourceDoc | None:
+        source = self.identifier.knowledge_base.get(source_id)
+        return SourceDoc(source.id, source.title, source.body) if source else None
+
+    def topic_titles(self) -> list[str]:
+        return [source.title for source in self.identifier.knowledge_base]

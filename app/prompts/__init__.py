@@ -1,0 +1,59 @@
+"""Prompt and fixed-reply templates: the text lives beside this file as data, not in code."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from app.config import CrisisContact
+from judges.rules import load_rules
+
+PROMPTS_DIR = Path(__file__).resolve().parent
+
+
+@cache
+def replies() -> dict[str, str]:
+    return yaml.safe_load((PROMPTS_DIR / "replies.yaml").read_text(encoding="utf-8"))
+
+
+@cache
+def _chat_template() -> str:
+    return (PROMPTS_DIR / "chat_system.md").read_text(encoding="utf-8")
+
+
+def reply(name: str, **values: str) -> str:
+    return replies()[name].format(**values).strip()
+
+
+def chat_system_prompt(sources: list[tuple[str, str, str]], warnings: list[tuple[str, str]]) -> str:
+    """The chatbot's system prompt: the shared rules, the chosen sources (id, title, text) and
+    pending judge warnings (rule, message)."""
+    blocks = [f"[{sid}] {title}\n{text.strip()}" for sid, title, text in sources]
+    warning_block = ""
+    if warnings:
+        lines = "\n".join(f"- ({rule}) {message}" for rule, message in warnings)
+        warning_block = (
+            "A reviewer flagged problems in your recent answers. Do not repeat them:\n" + lines + "\n"
+        )
+    return _chat_template().format(
+        rules=load_rules().as_prompt(),
+        example_id=sources[0][0] if sources else "S01",
+        warnings=warning_block,
+        sources="\n\n".join(blocks) if blocks else "(none)",
+    ).strip()
+
+
+def crisis_reply(contacts: list[CrisisContact]) -> str:
+    lines = "\n".join(
+        f"- {c.name}: {c.contact}" + (f" ({c.note})" if c.note else "") for c in contacts
+    )
+    return reply("crisis", contacts=lines)
+
+
+def topics_list(titles: list[str], limit: int = 12) -> str:
+    shown = titles[:limit]
+    more = len(titles) - len(shown)
+    text = "; ".join(shown)
+    return text + (f"; and {more} more" if more > 0 else "")

@@ -1,0 +1,47 @@
+"""The rules file, read by both the chatbot's prompt and the judges: one place for the rules."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from app.errors import ConfigError
+
+RULES_FILE = Path(__file__).with_name("rules.yaml")
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    title: str
+    text: str
+    severity: str
+
+
+class RuleBook(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: str
+    rules: list[Rule]
+
+    def get(self, rule_id: str) -> Rule:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(f"no rule {rule_id!r} in {RULES_FILE.name}; known: {[r.id for r in self.rules]}")
+
+    def as_prompt(self) -> str:
+        """The rules as the chatbot reads them (without the judges' severity policies)."""
+        lines = [self.role.strip(), "", "Rules:"]
+        lines += [f"{n}. {rule.title}. {rule.text.strip()}" for n, rule in enumerate(self.rules, 1)]
+        return "\n".join(lines)
+
+
+@cache
+def load_rules(path: Path = RULES_FILE) -> RuleBook:
+    try:
+        return RuleBook.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, yaml.YAMLError, ValidationError) as error:
+        raise ConfigError(f"{path}: cannot load the rules: {error}") from error

@@ -1,0 +1,59 @@
+"""Typed data the CAF passes around: what is judged, what a check found, what a judge decided."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Verdict = Literal["pass", "warn", "reject"]
+Expected = Literal["pass", "warn", "reject", "crisis"]
+VERDICT_ORDER: dict[str, int] = {"pass": 0, "warn": 1, "reject": 2}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceText(Strict):
+    id: str
+    title: str = ""
+    text: str
+
+
+class Turn(Strict):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class DraftContext(Strict):
+    """Everything a judge may look at for one draft."""
+
+    user: str
+    draft: str | None = None  # None: judge the user message alone (input screening)
+    sources: list[SourceText] = Field(default_factory=list)
+    history: list[Turn] = Field(default_factory=list)
+
+    def source(self, source_id: str) -> SourceText | None:
+        return next((s for s in self.sources if s.id == source_id), None)
+
+
+class Finding(Strict):
+    """What one tier-0 local check found. `score` is 0 (clean) to 1 (certain violation)."""
+
+    check: str
+    flagged: bool
+    score: float = Field(ge=0.0, le=1.0)
+    sentences: list[str] = Field(default_factory=list)
+    detail: str = ""
+    suggested_verdict: Verdict = "pass"
+
+
+class JudgeVerdict(Strict):
+    """A judge's decision. This structure is also what LLM judges must return."""
+
+    verdict: Verdict = Field(description="pass, warn (deliver but warn the chatbot) or reject")
+    rule: str = Field(default="", description="the id of the rule violated, empty when pass")
+    offending: list[str] = Field(default_factory=list, description="the offending sentences, quoted")
+    reason: str = Field(default="", description="why, in one or two sentences")
+    suggested_fix: str = Field(default="", description="how to rewrite the draft to comply")
