@@ -57,3 +57,36 @@ class JudgeVerdict(Strict):
     offending: list[str] = Field(default_factory=list, description="the offending sentences, quoted")
     reason: str = Field(default="", description="why, in one or two sentences")
     suggested_fix: str = Field(default="", description="how to rewrite the draft to comply")
+
+
+class Judgement(Strict):
+    """One judge's decision at one tier, as recorded in the turn trace."""
+
+    judge: str
+    tier: int
+    verdict: Verdict
+    model: str = ""  # the LLM that judged (tiers 1 and 2)
+    rule: str = ""
+    reason: str = ""
+    offending: list[str] = Field(default_factory=list)
+    suggested_fix: str = ""
+    score: float | None = None  # tier 0's score
+    error: str | None = None  # the judge failed (timeout, error, malformed): counted as a flag
+    latency_ms: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class CafReport(Strict):
+    """What the filter did with one turn's draft(s)."""
+
+    judges_applied: list[str] = Field(default_factory=list)
+    judgements: list[Judgement] = Field(default_factory=list)
+    final_verdict: Verdict | Literal["crisis"] = "pass"
+    refine_rounds: int = 0
+    fallback_used: bool = False
+    warnings_issued: list[str] = Field(default_factory=list)
+    escalated: bool = False
+    llm_calls: int = 0
+    llm_tokens: int = 0
+    latency_ms: float = 0.0

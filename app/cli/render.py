@@ -7,6 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from app.graph.state import TurnTrace
+from judges.schema import CafReport
 from app.cli.common import console
 
 
@@ -55,10 +56,12 @@ def show_trace(trace: TurnTrace | None) -> None:
         console.print(f"[yellow]{line}[/]", highlight=False)
 
 
-def _caf_summary(report: dict) -> str:
-    lines = [f"final: {report.get('final_verdict')}  rounds: {report.get('refine_rounds', 0)}  "
-             f"fallback: {report.get('fallback_used', False)}"]
-    for judged in report.get("judgements", []):
-        lines.append(f"tier {judged.get('tier')} {judged.get('judge')}: {judged.get('verdict')} "
-                     f"{judged.get('reason', '')}".rstrip())
+def _caf_summary(report: CafReport) -> str:
+    lines = [f"final: {report.final_verdict}  refinement rounds: {report.refine_rounds}  "
+             f"fallback: {report.fallback_used}  LLM judge calls: {report.llm_calls}  "
+             f"{report.latency_ms:.0f} ms"]
+    for j in report.judgements:
+        failed = f" FAILED ({j.error})" if j.error else ""
+        lines.append(f"tier {j.tier} {j.judge}: {j.verdict}{failed} {j.reason}".rstrip())
+    lines += [f"warning for next turn: {w}" for w in report.warnings_issued]
     return "\n".join(lines)

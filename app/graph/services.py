@@ -17,7 +17,7 @@ class Services:
     identifier: SourceIdentifier
     embed: Embed
     chat: RoleClient | None = None
-    caf: Any = None  # judges.cascade.CriticalAnalysisFilter; None: drafts pass unchecked
+    caf: Any = None  # judges.filter.CriticalAnalysisFilter; None: the filter is switched off
     extras: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -31,7 +31,7 @@ class Services:
         if "caf" in overrides:
             caf = overrides.pop("caf")
         else:
-            from judges.cascade import CriticalAnalysisFilter
+            from judges.filter import CriticalAnalysisFilter
 
             caf = CriticalAnalysisFilter.from_settings(settings)
         return cls(settings=settings, identifier=identifier, embed=Embedder.get().encode,

@@ -8,7 +8,7 @@ and the scoring workspace all read one typed record of each turn (`TurnTrace`).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.models.calls import ModelCall
 from app.retrieval import Candidate, Identification
+from judges.schema import CafReport, Judgement
 
 Route = Literal["answer", "crisis", "clarify", "no_match", "notice"]
 Generator = Literal["llm", "extractive", "fixed"]
@@ -73,7 +74,7 @@ class TurnTrace(Record):
     answer: str = ""
     citations: list[str] = Field(default_factory=list)
     invalid_citations: list[str] = Field(default_factory=list)
-    caf: dict[str, Any] | None = None  # the CAF's report for this turn (judges, tiers, verdicts)
+    caf: CafReport | None = None  # what the Critical Analysis Filter did this turn
     caf_enabled: bool = True
     fallback_used: bool = False
     errors: list[str] = Field(default_factory=list)
@@ -108,4 +109,5 @@ class ChatState(TypedDict, total=False):
 # The types the checkpointer may rebuild from SQLite (LangGraph's serializer asks for an allowlist).
 CHECKPOINT_TYPES: tuple[type, ...] = (
     InputScreen, PendingWarning, NodeRun, TurnTrace, ModelCall, Candidate, Identification,
+    CafReport, Judgement,
 )

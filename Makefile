@@ -1,0 +1,44 @@
+# The one task runner: the README's commands and CI both come through here.
+VENV   ?= .venv
+PYTHON ?= python3
+BIN    := $(VENV)/bin
+QUESTION ?= What are the early warning signs of relapse, and what should we do?
+
+.PHONY: demo test lint bench eval clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Runtime only: enough for the offline default.
+$(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# Everything: tests, lint and the local llama.cpp server (built from source once, then cached by pip).
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,local]'
+	touch $@ $(VENV)/.installed-runtime
+
+demo: $(VENV)/.installed-runtime
+	$(BIN)/cafbot kb check
+	$(BIN)/cafbot ask "$(QUESTION)"
+
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+
+eval: $(VENV)/.installed-runtime
+	$(BIN)/cafbot kb eval --json .cafbot/kb_eval.json
+	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json .cafbot/judges_eval.json
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/bench_retrieval.py
+	$(BIN)/python bench/bench_graph.py
+	$(BIN)/python bench/bench_caf.py
+
+clean:
+	rm -rf .cafbot .pytest_cache .ruff_cache
