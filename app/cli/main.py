@@ -23,5 +23,13 @@ cli.add_typer(judges_cmd.cli, name="judges", help="List the judges; evaluate the
 cli.add_typer(config_cmd.cli, name="config", help="Show the effective configuration.")
 
 
+@cli.command()
+def graph() -> None:
+    """Print the answer graph as a Mermaid diagram."""
+    from app.graph.builder import mermaid
+
+    typer.echo(mermaid())
+
+
 def main() -> None:
     cli()

@@ -51,6 +51,11 @@ def build_graph(services: Services, checkpointer: BaseCheckpointSaver | None = N
     return graph.compile(checkpointer=checkpointer, name="cafbot")
 
 
+def mermaid() -> str:
+    """The graph's shape as a Mermaid diagram. Drawing runs no node, so no services are built."""
+    return build_graph(Services.__new__(Services)).get_graph().draw_mermaid()
+
+
 def make_graph() -> CompiledStateGraph:
     """For `langgraph.json`: the graph on the effective configuration. LangGraph's own server
     supplies the checkpointer."""

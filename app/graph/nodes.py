@@ -50,7 +50,10 @@ def timed(name: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
 class AnswerNodes:
     def __init__(self, services: Services):
         self.services = services
-        self.settings = services.settings
+
+    @property
+    def settings(self):
+        return self.services.settings
 
     # -- screening ---------------------------------------------------------------------------
     @timed("screen_input")

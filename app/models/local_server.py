@@ -60,6 +60,7 @@ def server_command(settings: Settings, model_path: Path) -> list[str]:
         "--model_alias", settings.models.chat.model or "gemma-3-270m",
         "--host", server.host, "--port", str(server.port),
         "--n_ctx", str(server.n_ctx), "--n_threads", str(server.n_threads),
+        "--chat_format", server.chat_format,
     ]
 
 
@@ -88,18 +89,29 @@ def run_server(settings: Settings, log_file: Path | None = None) -> Iterator[str
 
 
 def _wait_until_ready(process: subprocess.Popen, host: str, port: int, timeout: float, log_path: Path) -> None:
+    def exited() -> None:
+        if process.poll() is not None:
+            raise ModelError("local", "llama.cpp",
+                             f"the server exited with code {process.returncode}; see {log_path}")
+
+    _wait_until_ready_url(f"http://{host}:{port}/v1", timeout, while_waiting=exited, log_path=log_path)
+
+
+def _wait_until_ready_url(base_url: str, timeout: float, while_waiting=lambda: None,
+                          log_path: Path | None = None) -> None:
+    """Poll `GET /models` until the server answers 200."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise ModelError("local", "llama.cpp", f"the server exited with code {process.returncode}; see {log_path}")
+        while_waiting()
         try:
-            with urllib.request.urlopen(f"http://{host}:{port}/v1/models", timeout=1) as response:
+            with urllib.request.urlopen(f"{base_url}/models", timeout=1) as response:
                 if response.status == 200:
                     return
         except OSError:
             pass
         time.sleep(0.25)
-    raise ModelError("local", "llama.cpp", f"the server did not start within {timeout:.0f} s; see {log_path}")
+    where = f"; see {log_path}" if log_path else ""
+    raise ModelError("local", "llama.cpp", f"the server did not answer within {timeout:.0f} s{where}")
 
 
 @contextlib.contextmanager

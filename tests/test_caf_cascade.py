@@ -1,0 +1,127 @@
+"""The cascade with scripted LLM judges: escalation only on flags, concurrency inside a tier, and
+failing closed on every kind of fault."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from app.models import RoleClient
+from app.models.scripted import ScriptedChatModel
+from judges.cascade import Cascade
+from judges.schema import DraftContext, SourceText
+
+pytestmark = pytest.mark.slow  # tier 0's grounding check loads the embedding model
+
+CLOZAPINE = SourceText(
+    id="S11", title="Clozapine",
+    text="Clozapine is a medicine for schizophrenia that has not got better with two other "
+         "antipsychotics. People taking clozapine need regular blood tests, because it can lower "
+         "the number of white blood cells that fight infection. Constipation can be serious on "
+         "clozapine, so tell your team about it early.")
+BENIGN = DraftContext(
+    user="Why do I need blood tests on clozapine?",
+    draft="People taking clozapine need regular blood tests, because clozapine can lower the white "
+          "blood cells that fight infection [S11]. Please talk with your care team or pharmacist "
+          "about your own blood tests.",
+    sources=[CLOZAPINE])
+BAD = DraftContext(
+    user="Can I stop clozapine?",
+    draft="You can stop clozapine now and take half a dose of your other tablets [S99]. "
+          "Clozapine never needs blood tests [S11].",
+    sources=[CLOZAPINE])
+
+
+def scripted(role: str, respond) -> RoleClient:
+    return RoleClient(role, f"scripted-{role}", ScriptedChatModel(respond=respond))
+
+
+def verdict(v: str, reason: str = "scripted"):
+    return lambda messages: {"verdict": v, "rule": "", "offending": [], "reason": reason, "suggested_fix": ""}
+
+
+def judge_named(messages) -> str:
+    return messages[0].content.split('"')[1]  # judge.md opens with: You are the "<name>" judge
+
+
+def test_a_benign_draft_costs_no_llm_call():
+    screener, judge = scripted("screener", verdict("pass")), scripted("judge", verdict("pass"))
+    result = Cascade(screener=screener, judge=judge).run(BENIGN)
+    assert result.verdict == "pass", result.final
+    assert screener.llm.prompts == [] and judge.llm.prompts == []
+
+
+def test_only_flagged_judges_reach_the_screener_and_its_pass_clears_them():
+    screener, judge = scripted("screener", verdict("pass")), scripted("judge", verdict("pass"))
+    result = Cascade(screener=screener, judge=judge).run(BAD)
+    flagged_at_0 = {j.judge for j in result.judgements if j.tier == 0 and j.verdict != "pass"}
+    asked_at_1 = {judge_named(p) for p in screener.llm.prompts}
+    assert flagged_at_0 and asked_at_1 == flagged_at_0
+    assert len(flagged_at_0) < len(result.applied)  # the clean judges were not escalated
+    assert judge.llm.prompts == []  # nothing flagged at tier 1, so tier 2 was never asked
+    assert result.verdict == "pass"
+
+
+def test_a_screener_flag_goes_to_the_strong_judge_which_decides():
+    screener = scripted("screener", lambda m: verdict("reject" if judge_named(m) == "medication_safety" else "pass")(m))
+    judge = scripted("judge", verdict("reject", "advises stopping a medicine"))
+    result = Cascade(screener=screener, judge=judge).run(BAD)
+    assert [judge_named(p) for p in judge.llm.prompts] == ["medication_safety"]
+    assert result.verdict == "reject" and result.flagged_by == ["medication_safety"]
+    assert result.final["medication_safety"].tier == 2
+
+
+def test_paper_mode_screens_every_applicable_judge():
+    screener = scripted("screener", verdict("pass"))
+    result = Cascade(screener=screener, paper_mode=True, tiers=(0, 1)).run(BENIGN)
+    assert len(screener.llm.prompts) == len(result.applied) > 1
+
+
+def test_judges_within_a_tier_run_concurrently():
+    flagged = [j for j in Cascade(tiers=(0,)).run(BAD).judgements if j.verdict != "pass"]
+    assert len(flagged) >= 2
+    # Every call waits until all flagged judges are in flight at once: sequential calls would time out.
+    barrier = threading.Barrier(len(flagged), timeout=10)
+
+    def respond(messages):
+        barrier.wait()
+        return verdict("pass")(messages)
+
+    result = Cascade(screener=scripted("screener", respond), tiers=(0, 1)).run(BAD)
+    tier1 = [j for j in result.judgements if j.tier == 1]
+    assert len(tier1) == len(flagged) and all(j.error is None for j in tier1)
+
+
+FAULTS = {
+    "timeout": TimeoutError("request timed out"),
+    "server error": RuntimeError("500 internal server error"),
+    "malformed json": "{verdict: pass,,",
+    "empty output": "",
+    "wrong schema": {"verdict": "maybe"},
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS.values(), ids=FAULTS.keys())
+def test_a_failing_top_tier_fails_closed(fault):
+    judge = RoleClient("judge", "scripted-judge", ScriptedChatModel(respond=lambda m: fault))
+    screener = scripted("screener", verdict("reject"))
+    result = Cascade(screener=screener, judge=judge).run(BAD)
+    assert result.failed_closed
+    assert any(j.tier == 2 and j.error for j in result.judgements)
+
+
+@pytest.mark.parametrize("fault", FAULTS.values(), ids=FAULTS.keys())
+def test_a_failing_screener_counts_as_a_flag_and_escalates(fault):
+    screener = RoleClient("screener", "scripted-screener", ScriptedChatModel(respond=lambda m: fault))
+    judge = scripted("judge", verdict("pass"))
+    result = Cascade(screener=screener, judge=judge).run(BAD)
+    asked_at_1 = {j.judge for j in result.judgements if j.tier == 1}
+    assert {judge_named(p) for p in judge.llm.prompts} == asked_at_1  # every failed one escalated
+    assert not result.failed_closed and result.verdict == "pass"
+
+
+def test_with_no_llm_tier_zero_decides_alone_and_leans_safe():
+    result = Cascade().run(BAD)
+    assert result.verdict == "reject" and not result.escalated
+    assert {"source_fidelity", "medication_safety"} <= set(result.flagged_by)

@@ -1,0 +1,162 @@
+"""The answer graph with the real index, the real SQLite checkpointer and scripted chat models."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app.config import CrisisContact, Settings
+from app.graph.services import Services
+from app.models import RoleClient
+from app.models.scripted import ScriptedChatModel
+from app.session import Chatbot
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "Why does clozapine need regular blood tests?"
+
+
+@pytest.fixture
+def make_bot(tmp_path, default_identifier):
+    bots = []
+
+    def make(*, chat=None, caf=None, **settings_values) -> Chatbot:
+        settings = Settings(data_dir=tmp_path / "data", **settings_values)
+        services = Services.from_settings(settings, identifier=default_identifier, chat=chat,
+                                          **({"caf": caf} if caf is not None else {}))
+        bot = Chatbot(settings, services)
+        bots.append(bot)
+        return bot
+
+    yield make
+    for bot in bots:
+        bot.close()
+
+
+def scripted_chat(*replies) -> RoleClient:
+    return RoleClient("chat", "scripted-chat", ScriptedChatModel(list(replies)))
+
+
+def test_offline_answer_is_extractive_cited_and_reminds_to_check(make_bot):
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), QUESTION)
+    assert trace.route == "answer" and trace.generator == "extractive"
+    assert "S11" in trace.citations
+    assert set(trace.citations) <= set(trace.prompt_sources)
+    assert "care team" in trace.answer
+    assert [n.node for n in trace.nodes] == ["screen_input", "identify_sources", "enhance_prompt",
+                                             "generate", "critical_analysis", "respond"]
+    assert trace.caf is not None and trace.caf.final_verdict in ("pass", "warn")
+
+
+def test_the_chat_prompt_holds_the_shared_rules_and_the_chosen_source(make_bot):
+    chat = scripted_chat("Clozapine needs blood tests to check white blood cells [S11]. "
+                         "Please check with your care team.")
+    bot = make_bot(chat=chat)
+    trace = bot.ask(bot.new_thread(), QUESTION)
+    system = chat.llm.prompts[0][0].content
+    assert "Never advise anyone to start, stop" in system  # from judges/rules.yaml
+    assert "[S11] Clozapine" in system
+    assert trace.generator == "llm" and trace.citations == ["S11"]
+    assert [c.role for c in trace.model_calls] == ["chat"]
+
+
+def test_crisis_message_skips_generation_and_uses_configured_contacts(make_bot):
+    chat = scripted_chat()  # any call would exhaust the script
+    bot = make_bot(chat=chat, crisis_contacts=[CrisisContact(name="Test Line", contact="call 0000")])
+    trace = bot.ask(bot.new_thread(), "i cant do this anymore, i want to end my life tonight")
+    assert trace.route == "crisis" and trace.generator == "fixed"
+    assert "Test Line: call 0000" in trace.answer
+    assert "identify_sources" not in [n.node for n in trace.nodes]
+    assert chat.llm.prompts == []
+
+
+def test_empty_message_gets_a_notice_and_leaves_the_conversation_unchanged(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, QUESTION)
+    before = bot.messages(thread)
+    trace = bot.ask(thread, " \u200b\n ")
+    assert trace.route == "notice" and "empty" in trace.answer
+    assert bot.messages(thread) == before
+
+
+def test_long_message_is_trimmed_and_the_user_is_told(make_bot):
+    bot = make_bot(input={"max_chars": 120})
+    trace = bot.ask(bot.new_thread(), QUESTION + " " + "please explain " * 40)
+    assert trace.answer.startswith("Your message was long")
+    assert len(trace.user_message) <= 120
+
+
+def test_other_languages_get_a_polite_answer_in_scope(make_bot):
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "¿Qué efectos secundarios tiene la clozapina en los jóvenes?")
+    assert trace.route == "notice" and "only answer in English" in trace.answer
+
+
+def test_a_failing_chat_model_falls_back_and_the_conversation_goes_on(make_bot):
+    chat = scripted_chat(ConnectionError("connection refused"), "Sleep matters [S22]. Ask your care team.")
+    bot = make_bot(chat=chat)
+    thread = bot.new_thread()
+    first = bot.ask(thread, QUESTION)
+    assert first.generator == "extractive" and "could not be reached" in first.answer
+    assert first.model_calls[0].ok is False
+    second = bot.ask(thread, "How can I sleep better at night?")
+    assert second.generator == "llm"
+    assert len(bot.messages(thread)) == 4
+
+
+def test_a_draft_citing_a_source_it_was_not_given_never_reaches_the_user(make_bot):
+    chat = scripted_chat("Clozapine needs no blood tests at all [S77].")
+    bot = make_bot(chat=chat)
+    trace = bot.ask(bot.new_thread(), QUESTION)
+    assert trace.invalid_citations == ["S77"]
+    assert "[S77]" not in trace.answer and trace.fallback_used
+
+
+def test_sources_stay_in_the_prompt_while_referenced_then_drop(make_bot):
+    bot = make_bot(prompting={"keep_sources_for_turns": 1})
+    thread = bot.new_thread()
+    bot.ask(thread, QUESTION)
+    second = bot.ask(thread, "How can I sleep better at night?")
+    assert "S11" in second.prompt_sources  # used last turn, still in play
+    third = bot.ask(thread, "Is it ok to tell my employer about my illness at work?")
+    assert "S11" not in third.prompt_sources
+
+
+def test_unclear_question_offers_choices_and_a_number_picks_one(make_bot):
+    # Thresholds that make every match "middling", so the clarify path is taken for certain.
+    bot = make_bot(retrieval={"clear_threshold": 1.0, "none_threshold": 0.0})
+    thread = bot.new_thread()
+    trace = bot.ask(thread, "what about the blood tests")
+    assert trace.route == "clarify" and trace.generator == "fixed"
+    options = re.findall(r"^\d\. (.+)$", trace.answer, re.MULTILINE)
+    assert len(options) >= 2
+    picked = bot.ask(thread, "2")
+    assert picked.route == "answer"
+    assert picked.identification.candidates[0].title == options[1]
+
+
+def test_unrelated_question_says_what_is_covered(make_bot):
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "what's the best recipe for banana bread with walnuts")
+    assert trace.route == "no_match"
+    assert "doesn't cover" in trace.answer and "Clozapine" in trace.answer
+
+
+def test_a_conversation_survives_a_restart(tmp_path, default_identifier):
+    settings = Settings(data_dir=tmp_path / "data")
+
+    def open_bot() -> Chatbot:
+        return Chatbot(settings, Services.from_settings(settings, identifier=default_identifier, chat=None))
+
+    with open_bot() as bot:
+        thread = bot.new_thread()
+        first = bot.ask(thread, QUESTION)
+    with open_bot() as bot:  # a new process would do exactly this: open the same files
+        assert [m.content for m in bot.messages(thread)][1] == first.answer
+        second = bot.ask(thread, "And what about constipation on it?")
+        assert second.turn == 2
+        assert len(bot.messages(thread)) == 4
+        assert [t.turn for t in bot.turn_log.turns(thread)] == [1, 2]

@@ -1,0 +1,98 @@
+"""The OpenAI protocol against a real llama.cpp server with the bundled GGUF, on loopback.
+
+The model is tiny, so these tests assert the protocol and the schemas, not the answers' wisdom.
+CI starts the server (`.ci/run`) and sets CAFBOT_TEST_LLAMA_PORT; elsewhere the fixture starts one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from app.config import Settings
+from app.models import call_structured, call_text, model_for
+from judges.schema import DraftContext, JudgeVerdict, SourceText
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+REQUIRED = os.environ.get("CAFBOT_TEST_REQUIRE_LLAMA") == "1"
+
+
+@pytest.fixture(scope="module")
+def llama_settings(tmp_path_factory):
+    try:
+        import llama_cpp.server  # noqa: F401
+    except ImportError:
+        if REQUIRED:
+            raise
+        pytest.skip("llama-cpp-python[server] is not installed (pip install -e '.[local]')")
+    from app.models.local_server import _wait_until_ready_url, run_server
+
+    data_dir = tmp_path_factory.mktemp("llama-data")
+    port = int(os.environ.get("CAFBOT_TEST_LLAMA_PORT", "8798"))
+    settings = Settings(profile="local", data_dir=data_dir,
+                        local_server={"port": port, "startup_timeout_s": 300})
+    if "CAFBOT_TEST_LLAMA_PORT" in os.environ:  # started by .ci/run: wait for it, do not start another
+        _wait_until_ready_url(settings.local_server.base_url, timeout=300)
+        yield settings
+        return
+    with run_server(settings):
+        yield settings
+
+
+def test_chat_completion_goes_through_the_openai_protocol(llama_settings):
+    client = model_for("chat", llama_settings)
+    text, call = call_text(client, [SystemMessage("Answer in one short sentence."),
+                                    HumanMessage("What is sleep?")], purpose="draft")
+    assert isinstance(text, str) and text
+    assert call.ok and call.input_tokens > 0 and 0 < call.output_tokens <= 256
+
+
+def test_structured_verdict_through_function_calling(llama_settings):
+    client = model_for("judge", llama_settings)
+    verdict, call = call_structured(client, JudgeVerdict, [
+        SystemMessage("You review answers. Use the tool to return your verdict."),
+        HumanMessage("Draft: 'Sleep helps recovery [S22].' Is it acceptable?")], purpose="verdict")
+    assert isinstance(verdict, JudgeVerdict) and verdict.verdict in ("pass", "warn", "reject")
+    assert call.ok and call.output_tokens > 0
+
+
+def test_a_flagged_draft_runs_through_tiers_1_and_2_with_real_structured_outputs(llama_settings):
+    from judges.cascade import Cascade, ask_llm_judge
+    from judges.registry import load_judges
+
+    ctx = DraftContext(
+        user="Can I stop my olanzapine?",
+        draft="Yes, you can stop olanzapine today and halve your other tablets [S99].",
+        sources=[SourceText(id="S13", title="Taking medicine", text="Do not stop medicine suddenly. "
+                            "Talk to your prescriber before any change.")])
+    screener, judge = model_for("screener", llama_settings), model_for("judge", llama_settings)
+    result = Cascade(screener=screener, judge=judge, tiers=(0, 1, 2)).run(ctx)
+    tiers_run = {j.tier for j in result.judgements}
+    assert {0, 1} <= tiers_run  # tier 0 flagged it, so the screener LLM was asked
+    assert result.verdict in ("warn", "reject")  # whatever the tiny model says, this is not a pass
+    for judgement in result.judgements:
+        assert judgement.verdict in ("pass", "warn", "reject")
+    # Tier 2 on its own, so the strong-judge prompt is exercised whatever tier 1 decided.
+    medication = next(j for j in load_judges() if j.name == "medication_safety")
+    confirmed = ask_llm_judge(2, judge, medication, ctx)
+    assert confirmed.tier == 2 and confirmed.error is None, confirmed.error
+    assert confirmed.output_tokens > 0
+
+
+def test_a_whole_turn_through_the_graph_on_the_local_model(llama_settings, tmp_path):
+    from app.session import Chatbot
+
+    settings = llama_settings.model_copy(update={"data_dir": tmp_path / "turn"})
+    with Chatbot(settings) as bot:
+        thread = bot.new_thread()
+        trace = bot.ask(thread, "How often is a long-acting injection given?")
+    assert trace.route == "answer" and trace.answer
+    assert trace.generator in ("llm", "extractive")
+    roles = {call.role for call in trace.model_calls}
+    assert "chat" in roles
+    assert all(call.ok for call in trace.model_calls if call.role == "chat")
+    assert trace.caf is not None  # the filter ran; if it rejected, the fallback went out
+    if trace.caf.final_verdict == "reject":
+        assert trace.fallback_used
