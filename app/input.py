@@ -22,9 +22,7 @@ _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 # Common short English words; a message with none of them, written mostly in other scripts or
 # words, is most likely not English.
 _ENGLISH_HINTS = frozenset(
-    "i you my me is are am do does what how why when can could should the a an and or to of in on "
-    "it for with about have has be not no yes he she they we his her their our this that "
-    "meds help".split()
+    ["i", "you", "my", "me", "is", "are", "am", "do", "does", "what", "how", "why", "when", "can", "could", "should", "the", "a", "an", "and", "or", "to", "of", "in", "on", "it", "for", "with", "about", "have", "has", "be", "not", "no", "yes", "he", "she", "they", "we", "his", "her", "their", "our", "this", "that", "meds", "help"]
 )
 
 

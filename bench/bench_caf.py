@@ -19,14 +19,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.kb import load_knowledge_base  # noqa: E402
-from app.config import DEFAULT_KNOWLEDGE_BASE, REPO_ROOT  # noqa: E402
-from app.models import RoleClient  # noqa: E402
-from app.models.scripted import ScriptedChatModel  # noqa: E402
-from judges.cascade import Cascade  # noqa: E402
-from judges.evaluate import to_context  # noqa: E402
-from judges.scenarios import load_scenarios  # noqa: E402
-from judges.schema import SourceText  # noqa: E402
+from app.config import DEFAULT_KNOWLEDGE_BASE, REPO_ROOT
+from app.kb import load_knowledge_base
+from app.models import RoleClient
+from app.models.scripted import ScriptedChatModel
+from judges.cascade import Cascade
+from judges.evaluate import to_context
+from judges.scenarios import load_scenarios
+from judges.schema import SourceText
 
 
 def main(paths: list[Path]) -> None:

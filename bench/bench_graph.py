@@ -23,12 +23,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings  # noqa: E402
-from app.graph.services import Services  # noqa: E402
-from app.models import RoleClient  # noqa: E402
-from app.models.scripted import ScriptedChatModel  # noqa: E402
-from app.retrieval import open_identifier  # noqa: E402
-from app.session import Chatbot  # noqa: E402
+from app.config import Settings
+from app.graph.services import Services
+from app.models import RoleClient
+from app.models.scripted import ScriptedChatModel
+from app.retrieval import open_identifier
+from app.session import Chatbot
 
 QUESTIONS = [
     "Why does clozapine need regular blood tests?",

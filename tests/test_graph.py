@@ -23,7 +23,7 @@ def make_bot(tmp_path, default_identifier):
 
     def make(*, chat=None, caf=None, **settings_values) -> Chatbot:
         settings = Settings(data_dir=tmp_path / "data", **settings_values)
-        services = Services.from_settings(settings, identifier=default_identifier, chat=chat,
+        services = Services.from_settings(settings, identifier=default_identifier.with_settings(settings), chat=chat,
                                           **({"caf": caf} if caf is not None else {}))
         bot = Chatbot(settings, services)
         bots.append(bot)

@@ -1,5 +1,147 @@
-"""`cafbot kb ...` (placeholder until the knowledge-base commands land)."""
+"""`cafbot kb check | ingest | index | identify | eval`: the knowledge base and its retrieval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.table import Table
+
+from app.cli.common import console, friendly_errors, load_settings
+from app.config import REPO_ROOT, Settings
 
 cli = typer.Typer(no_args_is_help=True)
+
+DEFAULT_QUESTIONS = REPO_ROOT / "scenarios" / "retrieval" / "questions.jsonl"
+KbOption = Annotated[Path | None, typer.Option("--kb", help="Knowledge-base folder (default: from the configuration).")]
+
+
+def _settings(kb: Path | None) -> Settings:
+    return load_settings(**({"knowledge_base": kb} if kb else {}))
+
+
+@cli.command()
+@friendly_errors
+def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folder (default: from the configuration).")] = None) -> None:
+    """Validate a knowledge base and print its table of contents."""
+    from app.kb import load_knowledge_base
+
+    kb = load_knowledge_base(path or load_settings().knowledge_base)
+    table = Table(title=f"Knowledge base {kb.path}", title_justify="left")
+    for column, justify in (("id", "left"), ("title", "left"), ("words", "right"), ("keywords", "right"), ("review", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for s in kb:
+        table.add_row(s.id, s.title, str(len(s.body.split())), str(len(s.keywords)),
+                      "[yellow]needs review[/]" if s.needs_review else "")
+    console.print(table)
+    review = [s.id for s in kb if s.needs_review]
+    words = sum(len(s.body.split()) for s in kb)
+    console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words.")
+    if review:
+        console.print(f"[yellow]{len(review)} drafted summaries to review:[/] {', '.join(review)}")
+
+
+@cli.command()
+@friendly_errors
+def ingest(
+    path: Annotated[Path, typer.Argument(help="Folder of Markdown (.md) or plain-text (.txt) documents.")],
+    out: Annotated[Path, typer.Option(help="Where to write the sources.")] = Path("knowledge_base_ingested"),
+    prefix: Annotated[str, typer.Option(help="Id prefix: S gives S01, S02, ...")] = "S",
+    force: Annotated[bool, typer.Option(help="Write even if OUT already holds Markdown files.")] = False,
+    no_llm: Annotated[bool, typer.Option("--no-llm", help="Draft summaries offline even if a model is configured.")] = False,
+) -> None:
+    """Turn a folder of documents into knowledge-base sources (summaries drafted for review)."""
+    from app.kb.ingest import ingest as ingest_folder
+    from app.kb.ingest import write_sources
+    from app.retrieval.summaries import summaries_client
+
+    client = None if no_llm else summaries_client(load_settings())
+    with console.status("Reading and drafting…"):
+        sources = ingest_folder(path, client=client, id_prefix=prefix)
+    written = write_sources(sources, out, force=force)
+    table = Table(title=f"{len(written)} sources written to {out}", title_justify="left")
+    for column in ("id", "title", "file", "summary"):
+        table.add_column(column)
+    for source, file in zip(sources, written, strict=True):
+        table.add_row(source.id, source.title, file.name,
+                      "drafted: review" if source.needs_review else "kept")
+    console.print(table)
+    drafted = "the configured model" if client else "the first sentences"
+    console.print(f"Summaries drafted from {drafted} are marked needs_review: true. "
+                  f"Check with: cafbot kb check {out}")
+
+
+@cli.command()
+@friendly_errors
+def index(kb: KbOption = None) -> None:
+    """Build or update the retrieval index (only changed sources are re-embedded)."""
+    from app.retrieval import open_identifier
+
+    settings = _settings(kb)
+    identifier = open_identifier(settings, show_progress=True)
+    report = identifier.index_report
+    where = settings.retrieval.chroma_url or settings.index_dir
+    console.print(f"Index for {settings.knowledge_base} at {where}: {report.chunks} chunks; "
+                  f"added {len(report.added)}, updated {len(report.updated)}, removed {len(report.removed)}, "
+                  f"unchanged {report.unchanged} sources ({report.embedded_chunks} chunks embedded in "
+                  f"{report.seconds:.1f} s).")
+
+
+@cli.command()
+@friendly_errors
+def identify(question: Annotated[str, typer.Argument(help="A question, in quotes.")], kb: KbOption = None) -> None:
+    """Show which sources a question finds, with confidences and the outcome."""
+    from app.retrieval import open_identifier
+
+    found = open_identifier(_settings(kb)).identify(question)
+    console.print(f"outcome: [bold]{found.outcome}[/]  parts: {found.parts}  ({found.latency_ms:.1f} ms)")
+    for c in found.candidates:
+        console.print(f"  {c.source_id}  {c.confidence:.2f}  {c.title}" + (f"  [dim]← {c.part}[/]" if c.part else ""))
+
+
+@cli.command("eval")
+@friendly_errors
+def evaluate(
+    file: Annotated[Path, typer.Argument(help="Questions, one JSON object a line.")] = DEFAULT_QUESTIONS,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the metrics as JSON here.")] = None,
+    failures: Annotated[bool, typer.Option(help="List the questions that missed.")] = False,
+    kb: KbOption = None,
+) -> None:
+    """Recall@1, recall@3, MRR, not-covered accuracy and latency of source identification."""
+    from app.retrieval import open_identifier
+    from app.retrieval.evaluate import load_questions, report_json, run, summarise
+
+    questions = load_questions(file)
+    identifier = open_identifier(_settings(kb), show_progress=True)
+    results = run(identifier, questions)
+    report = summarise(results)
+    console.print(f"{file}: {report.n} questions, {report.n_covered} covered, "
+                  f"{report.n_not_covered} not covered", highlight=False)
+    table = Table(title="Retrieval evaluation", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name in ("recall_at_1", "recall_at_3", "mrr", "not_covered_accuracy", "covered_answered_none"):
+        table.add_row(name, f"{getattr(report, name):.3f}")
+    table.add_row("latency_ms_p50", f"{report.latency_ms_p50:.1f}")
+    table.add_row("latency_ms_p95", f"{report.latency_ms_p95:.1f}")
+    console.print(table)
+    kinds = Table(title="By kind", title_justify="left")
+    for column in ("kind", "n", "recall@1", "recall@3", "MRR", "not covered"):
+        kinds.add_column(column, justify="left" if column == "kind" else "right")
+    for kind, m in report.by_kind.items():
+        covered, uncovered = m["n_covered"] > 0, m["n_not_covered"] > 0
+        kinds.add_row(kind, str(int(m["n"])), *(f"{m[k]:.2f}" if covered else "-"
+                                                for k in ("recall_at_1", "recall_at_3", "mrr")),
+                      f"{m['not_covered_accuracy']:.2f}" if uncovered else "-")
+    console.print(kinds)
+    if failures:
+        for r in results:
+            hit = r.outcome == "none" if r.expected == "not_covered" else bool(set(r.expected) & set(r.ranked[:3]))
+            if not hit:
+                console.print(f"[red]miss[/] {r.id} ({r.kind}) expected {r.expected}, got {r.outcome} "
+                              f"{r.ranked}: {r.question}", highlight=False)
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(report_json(report) + "\n", encoding="utf-8")
+        console.print(f"Metrics written to {json_out}")

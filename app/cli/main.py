@@ -10,9 +10,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import typer  # noqa: E402
+import typer
 
-from app.cli import chat, config_cmd, judges_cmd, kb, model_cmd  # noqa: E402
+from app.cli import chat, config_cmd, judges_cmd, kb, model_cmd
 
 cli = typer.Typer(help="cafbot: a safety-filtered patient-education chatbot.", no_args_is_help=True)
 cli.command()(chat.ask)

@@ -6,9 +6,9 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.table import Table
 
+from app.cli.common import console
 from app.graph.state import TurnTrace
 from judges.schema import CafReport
-from app.cli.common import console
 
 
 def show_answer(trace: TurnTrace) -> None:

@@ -21,9 +21,10 @@ Embed = Callable[[list[str]], np.ndarray]
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
+# A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
+_DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
 _STOP = frozenset(
-    "a an and are as at be but by can do does for from has have how i if in is it its my of on or "
-    "so that the their them they this to was what when where which who why will with you your".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "is", "it", "its", "my", "of", "on", "or", "so", "that", "the", "their", "them", "they", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your"]
 )
 
 
@@ -50,8 +51,10 @@ def source_sentences(body: str) -> list[str]:
             continue
         clean = _EMPHASIS.sub("", _MARKUP.sub("", line)).strip()
         for sentence in split_sentences(clean):
-            if len(sentence.split()) >= 5:
-                sentences.append(sentence if sentence[-1] in ".!?" else sentence + ".")
+            # Fragments (a list item's tail, a lead-in ending with a colon) are not answers.
+            if len(sentence.split()) < 5 or sentence.endswith(":") or sentence[0].islower():
+                continue
+            sentences.append(sentence if sentence[-1] in ".!?" else sentence + ".")
     return sentences
 
 
@@ -74,7 +77,8 @@ def pick_sentences(
     scored_parts = []
     for part, part_vector in zip(questions, part_vectors, strict=True):
         words = set(_WORDS.findall(part.lower())) - _STOP
-        scores = vectors @ part_vector + 0.3 * np.array([_lexical(words, s) for _, _, s in pool])
+        scores = (vectors @ part_vector + 0.3 * np.array([_lexical(words, s) for _, _, s in pool])
+                  - 0.15 * np.array([bool(_DANGLING.match(s)) for _, _, s in pool]))
         scored_parts.append(scores)
     combined = np.max(np.vstack(scored_parts), axis=0)
     counts: dict[str, int] = {}
@@ -109,4 +113,4 @@ def compose_extractive_answer(
         lines = [f"{p.text} [{p.source_id}]" for p in picked if p.source_id == doc.id]
         if lines:
             paragraphs.append(" ".join(lines))
-    return "\n\n".join([reply("extractive_intro"), *paragraphs, reply("verification_reminder")])
+    return "\n\n".join([*paragraphs, reply("verification_reminder")])

@@ -4,8 +4,8 @@ Postgres for deployments. A restart opens the same file and the threads resume."
 from __future__ import annotations
 
 import sqlite3
-from contextlib import AbstractContextManager, contextmanager
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from app.errors import ModelError
-from app.generation.extractive import SourceDoc, compose_extractive_answer
+from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
 from app.graph.state import ChatState, InputScreen, NodeRun, TurnTrace
 from app.input import clean_message
@@ -147,9 +147,17 @@ class AnswerNodes:
         return {"draft": draft, "trace": trace}
 
     def extractive_answer(self, state: ChatState) -> str:
-        docs = [d for sid in state["prompt_source_ids"] if (d := self.services.source_doc(sid))]
-        parts = state["identification"].parts or [state["screen"].text]
-        return compose_extractive_answer(parts, docs[: max(1, len(parts)) + 1], self.services.embed)
+        identification = state["identification"]
+        parts = identification.parts or [state["screen"].text]
+        # The best source for each part of the question (candidates come best first).
+        chosen: list[str] = []
+        for part in parts:
+            best = next((c.source_id for c in identification.candidates if c.part in (part, None)), None)
+            if best and best not in chosen:
+                chosen.append(best)
+        usable = [sid for sid in chosen if sid in state["prompt_source_ids"]] or state["prompt_source_ids"][:1]
+        docs = [d for sid in usable if (d := self.services.source_doc(sid))]
+        return compose_extractive_answer(parts, docs, self.services.embed)
 
     @timed("critical_analysis")
     def critical_analysis(self, state: ChatState) -> dict:

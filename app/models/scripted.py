@@ -23,7 +23,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 Reply = str | dict | BaseModel | BaseException | Callable[[list[BaseMessage]], Any]
 
@@ -42,7 +42,7 @@ class ScriptedChatModel(BaseChatModel):
     _responder: Callable[[list[BaseMessage]], Any] | None = PrivateAttr(default=None)
     _tool_name: str | None = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    prompts: list[list[BaseMessage]] = []
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)  # every prompt received, in order
 
     def __init__(self, replies: Iterable[Reply] = (), *, respond: Callable | None = None, **kwargs):
         super().__init__(**kwargs)
@@ -73,14 +73,14 @@ class ScriptedChatModel(BaseChatModel):
     def _next_reply(self, messages: list[BaseMessage]) -> Any:
         with self._lock:
             self.prompts.append(list(messages))
-            if self._responder is not None:
-                return self._responder(messages)
-            if not self._queue:
+            responder = self._responder
+            if responder is None and not self._queue:
                 raise ScriptExhausted(
                     f"scripted model got call #{len(self.prompts)} but its script is empty; "
                     f"last message: {messages[-1].content!r:.200}"
                 )
-            reply = self._queue.popleft()
+            reply = responder if responder is not None else self._queue.popleft()
+        # Replies are computed outside the lock, so concurrent callers really run concurrently.
         return reply(messages) if callable(reply) and not isinstance(reply, BaseModel) else reply
 
     def _generate(

@@ -1,0 +1,141 @@
+"""Load and validate a knowledge base: a folder of Markdown files with YAML front matter.
+
+Every problem in every file is collected and reported at once, each naming the file and the field,
+so an author can fix a whole folder in one pass instead of one error per run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import frontmatter
+import yaml
+from pydantic import ValidationError
+
+from app.errors import KnowledgeBaseError
+from app.kb.schema import Source, SourceMeta
+
+# Files an author keeps beside the sources without meaning them as sources.
+IGNORED_NAMES = {"readme.md", "index.md"}
+
+
+def natural_key(text: str) -> list:
+    """S2 before S10: digits compare as numbers."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+
+
+class KnowledgeBase:
+    """The validated sources of one folder, by id; iterates in id order."""
+
+    def __init__(self, path: Path, sources: list[Source]):
+        self.path = path
+        self.sources: dict[str, Source] = {
+            s.id: s for s in sorted(sources, key=lambda s: natural_key(s.id))
+        }
+
+    def get(self, source_id: str) -> Source | None:
+        return self.sources.get(source_id)
+
+    def __iter__(self) -> Iterator[Source]:
+        return iter(self.sources.values())
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def __contains__(self, source_id: object) -> bool:
+        return source_id in self.sources
+
+    def ids(self) -> list[str]:
+        return list(self.sources)
+
+    def topics(self) -> list[str]:
+        return [s.title for s in self]
+
+
+def source_files(path: Path) -> list[Path]:
+    return sorted(
+        (p for p in path.glob("*.md") if p.is_file() and p.name.lower() not in IGNORED_NAMES),
+        key=lambda p: natural_key(p.name),
+    )
+
+
+def display_path(file: Path) -> str:
+    """`knowledge_base/S03-x.md`: short enough to read, long enough to find."""
+    return f"{file.parent.name}/{file.name}" if file.parent.name else file.name
+
+
+def _field_name(loc: tuple) -> str:
+    name = ""
+    for part in loc:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or "(front matter)"
+
+
+def parse_source(file: Path) -> tuple[Source | None, list[str]]:
+    """One file: the source, or the list of its problems (each naming the file and field)."""
+    where = display_path(file)
+    try:
+        post = frontmatter.loads(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        return None, [f"{where}: the file is not UTF-8 text"]
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        return None, [f"{where}: front matter: invalid YAML{line}: {problem}"]
+    except Exception as error:  # python-frontmatter raises plain errors for odd headers
+        return None, [f"{where}: front matter: cannot be read ({type(error).__name__}: {error})"]
+    if not post.metadata:
+        return None, [f"{where}: front matter: missing (start the file with a '---' block "
+                      "holding id, title and summary)"]
+    problems = []
+    try:
+        meta = SourceMeta.model_validate(post.metadata)
+    except ValidationError as error:
+        meta = None
+        for e in error.errors():
+            message = e["msg"]
+            if e["type"] == "extra_forbidden":
+                message = "unknown field (allowed: " + ", ".join(SourceMeta.model_fields) + ")"
+            problems.append(f"{where}: field '{_field_name(e['loc'])}': {message}")
+    body = post.content.strip()
+    if not body:
+        problems.append(f"{where}: body: empty (write the source's text below the front matter)")
+    if meta is None or problems:
+        return None, problems
+    return Source(**meta.model_dump(), body=body, path=file), []
+
+
+def load_knowledge_base(path: Path | str) -> KnowledgeBase:
+    """Every source under `path`, validated; raises KnowledgeBaseError listing all problems."""
+    path = Path(path)
+    if not path.is_dir():
+        raise KnowledgeBaseError(
+            f"{path}: not a folder. Set `knowledge_base` to a folder of Markdown sources."
+        )
+    files = source_files(path)
+    if not files:
+        raise KnowledgeBaseError(
+            f"{path}: no Markdown sources (*.md) found. "
+            "`cafbot kb ingest` can convert a folder of documents."
+        )
+    sources, problems, first_file = [], [], {}
+    for file in files:
+        source, found = parse_source(file)
+        problems.extend(found)
+        if source is None:
+            continue
+        if source.id in first_file:
+            problems.append(f"{display_path(file)}: field 'id': duplicate id '{source.id}' "
+                            f"(also used by {display_path(first_file[source.id])})")
+            continue
+        first_file[source.id] = file
+        sources.append(source)
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        raise KnowledgeBaseError(
+            f"The knowledge base {path} has {count}:\n  " + "\n  ".join(problems)
+        )
+    return KnowledgeBase(path, sources)

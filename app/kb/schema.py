@@ -1,0 +1,46 @@
+"""The knowledge-base file format: YAML front matter (`SourceMeta`) above a Markdown body.
+
+Ids are what the bot cites as [S07], so they are short and made of letters, digits, `_` or `-`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
+
+
+class SourceMeta(BaseModel):
+    """The front matter of one source file. Unknown fields are errors: a typo must not pass."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    id: str = Field(pattern=ID_PATTERN)
+    title: str = Field(min_length=1)
+    summary: str = Field(min_length=1)
+    keywords: list[str] = Field(default_factory=list)
+    references: list[str] = Field(default_factory=list)
+    # True when the summary or keywords were drafted automatically (`cafbot kb ingest`):
+    # the author should read them before the source is relied on.
+    needs_review: bool = False
+
+    @field_validator("keywords", "references")
+    @classmethod
+    def _no_blank_items(cls, items: list[str]) -> list[str]:
+        cleaned = [str(item).strip() for item in items]
+        if any(not item for item in cleaned):
+            raise ValueError("contains an empty item")
+        return cleaned
+
+
+class Source(SourceMeta):
+    """A loaded source: its front matter, its Markdown body and the file it came from."""
+
+    body: str = Field(min_length=1)
+    path: Path | None = None
+
+    @property
+    def meta(self) -> SourceMeta:
+        return SourceMeta(**self.model_dump(include=set(SourceMeta.model_fields)))

@@ -1,0 +1,32 @@
+"""Finding the sources that answer a question: chunking, embeddings, the Chroma + BM25 index,
+fusion, multi-part questions, and the three-way outcome (clear, middling, none).
+
+Heavy imports (torch, chromadb) happen only when an identifier or embedder is built.
+"""
+
+from __future__ import annotations
+
+from app.config import Settings
+from app.retrieval.embeddings import Embedder
+from app.retrieval.identify import Candidate, Identification, SourceIdentifier
+
+__all__ = ["Candidate", "Embedder", "Identification", "SourceIdentifier", "open_identifier"]
+
+
+def open_identifier(settings: Settings, *, show_progress: bool = False) -> SourceIdentifier:
+    """Load the knowledge base, bring its index up to date (re-embedding only changed sources)
+    and return an identifier for it. `identifier.index_report` says what the update did."""
+    from app.kb.loader import load_knowledge_base
+    from app.retrieval.index import ChunkIndex
+    from app.retrieval.summaries import SummaryChooser, summaries_client
+
+    kb = load_knowledge_base(settings.knowledge_base)
+    index = ChunkIndex(kb, settings)
+    report = index.sync(show_progress=show_progress)
+    chooser = None
+    if settings.retrieval.strategy != "retrieval":
+        client = summaries_client(settings)
+        chooser = SummaryChooser(client, kb) if client is not None else None
+    identifier = SourceIdentifier(kb, index, settings, chooser=chooser)
+    identifier.index_report = report
+    return identifier

@@ -1,0 +1,203 @@
+"""Which sources answer a question: ranked ids with confidences, sorted into three outcomes.
+
+Retrieval (the offline default): each sub-question is spelling-corrected, embedded and searched in
+Chroma and BM25; the two chunk rankings are fused (RRF) and folded into a source ranking. The
+ranking says which source is best; the confidence says whether it is good enough, so it is built
+from absolute evidence rather than ranks: the source's best cosine similarity, the share of the
+question's distinctive words the source contains, less the share of its words the whole
+knowledge base never uses (a
+question about a topic we lack is full of words we never use). The summary strategy (an LLM
+reading the source summaries) can replace or be blended with it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from app.config import Settings
+from app.errors import ModelError
+from app.kb.loader import KnowledgeBase
+from app.models import ModelCall
+from app.retrieval.fusion import by_source, ranked, rrf
+from app.retrieval.index import ChunkIndex
+from app.retrieval.parts import split_parts
+from app.retrieval.spelling import Speller, corpus_words
+from app.retrieval.summaries import SummaryChooser
+
+Scored = list[tuple[str, float]]  # (source id, confidence), best first
+
+
+class Candidate(BaseModel):
+    source_id: str
+    title: str
+    confidence: float = Field(ge=0.0, le=1.0)  # calibrated enough to threshold
+    part: str | None = None  # the sub-question it answers
+
+
+class Identification(BaseModel):
+    outcome: Literal["clear", "middling", "none"]
+    candidates: list[Candidate]  # ranked, best first
+    parts: list[str]  # the sub-questions
+    latency_ms: float
+    model_calls: list[ModelCall] = Field(default_factory=list)  # the summary strategy's, if used
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
+
+
+class SourceIdentifier:
+    def __init__(self, kb: KnowledgeBase, index: ChunkIndex, settings: Settings,
+                 chooser: SummaryChooser | None = None):
+        self.knowledge_base = kb
+        self.index = index
+        self.settings = settings
+        self.chooser = chooser
+        self.index_report = None  # set by open_identifier: what opening the index had to do
+        self.speller = Speller(corpus_words(c.text for c in index.chunks),
+                               index.embedder.known_words(), cutoff=settings.retrieval.spelling_cutoff)
+
+    def with_settings(self, settings: Settings) -> SourceIdentifier:
+        """The same knowledge base and index, read with other retrieval settings (thresholds,
+        strategy): cheap, because nothing is reloaded. Chunking settings are the index's own."""
+        twin = copy.copy(self)
+        twin.settings = settings
+        return twin
+
+    # -- the public call ---------------------------------------------------------------------
+    def identify(self, question: str, recent: list[str] | None = None) -> Identification:
+        started = time.perf_counter()
+        r = self.settings.retrieval
+        parts = split_parts(question, min_words=r.min_part_words, max_parts=r.max_parts) or [question]
+        calls: list[ModelCall] = []
+        llm = self._ask_llm(question, calls) if self.chooser and r.strategy != "retrieval" else None
+        if llm is not None and r.strategy == "summaries":
+            scored = [ranked(llm)]
+        else:
+            follow_up = bool(recent) and len(parts) == 1 and len(question.split()) <= r.follow_up_max_words
+            texts = [*parts, f"{recent[-1]} {parts[0]}"] if follow_up and recent else parts
+            scored = self.score(texts)
+            if follow_up:
+                scored = [self._lean_on_context(scored[0], scored[1], self._terms(question))]
+            if llm is not None:
+                scored = [self._blend(s, llm) for s in scored]
+            if not follow_up and len(self._terms(question)) < r.clear_min_terms:
+                # Too little said to be sure: at most a "did you mean".
+                cap = r.clear_threshold - 1e-6
+                scored = [[(sid, min(conf, cap)) for sid, conf in s] for s in scored]
+        outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
+        return Identification(outcome=outcome, candidates=candidates, parts=parts, model_calls=calls,
+                              latency_ms=(time.perf_counter() - started) * 1000)
+
+    # -- retrieval ---------------------------------------------------------------------------
+    def score(self, texts: list[str]) -> list[Scored]:
+        """Each text's sources, ranked by fused retrieval, with confidences."""
+        r, index = self.settings.retrieval, self.index
+        corrected = [self.speller.correct(t) for t in texts]
+        dense = index.dense(index.embedder.encode(corrected), r.dense_candidates)
+        results = []
+        for text, hits in zip(corrected, dense, strict=True):
+            lexical = index.lexical(text, r.lexical_candidates)
+            fused = rrf([[cid for cid, _ in hits], [cid for cid, _ in lexical]], k=r.rrf_k)
+            sources = by_source(fused, index.source_of, top_n=r.source_top_chunks)
+            best_cos: dict[str, float] = {}
+            for cid, similarity in hits:
+                best_cos.setdefault(index.source_of[cid], similarity)
+            floor = hits[-1][1] if hits else 0.0  # a source outside the dense top is no closer
+            terms = self._terms(text)
+            unknown = sum(t not in index.term_sources for t in terms) / len(terms) if terms else 1.0
+            scored = []
+            for source_id, _ in ranked(sources):
+                evidence = (best_cos.get(source_id, floor)
+                            + r.lexical_weight * self._coverage(terms, source_id)
+                            - r.unknown_word_penalty * unknown)
+                confidence = _sigmoid((evidence - r.confidence_midpoint) / r.confidence_temperature)
+                scored.append((source_id, confidence))
+            # Fusion picks the shortlist; the absolute evidence settles the order within it.
+            head = sorted(scored[: r.rerank_depth], key=lambda item: -item[1])
+            results.append(head + scored[r.rerank_depth:])
+        return results
+
+    def _coverage(self, terms: list[str], source_id: str) -> float:
+        """How much of the question the source speaks to: the mean over the question's terms of
+        idf / (the highest idf) for the terms the source uses, 0 for the others. Words every
+        source uses ("help", "feel") count for little, so a vague question does not look covered."""
+        if not terms:
+            return 0.0
+        used = self.index.source_terms.get(source_id, frozenset())
+        top = self.index.source_idf("")  # a term no source uses has the highest idf
+        return sum(self.index.source_idf(t) / top for t in terms if t in used) / len(terms)
+
+    def _terms(self, text: str) -> list[str]:
+        """The question's content words (stemmed, stop words and numbers dropped)."""
+        return [t for t in dict.fromkeys(self.index.tokenize(text)) if not t.isdigit()]
+
+    def _lean_on_context(self, alone: Scored, with_context: Scored, terms: list[str]) -> Scored:
+        """A short follow-up ("and the side effects?") read with the previous message; the context
+        may lift a source by at most `follow_up_boost`, so an unrelated new question stays so,
+        unless the message says almost nothing by itself ("what should I do?")."""
+        r = self.settings.retrieval
+        if len(terms) < r.follow_up_min_terms:
+            return with_context
+        boost = r.follow_up_boost
+        own = dict(alone)
+        merged = {sid: max(own.get(sid, 0.0), min(conf, own.get(sid, 0.0) + boost))
+                  for sid, conf in with_context}
+        for sid, conf in alone:
+            merged.setdefault(sid, conf)
+        return ranked(merged)
+
+    # -- the summary strategy ----------------------------------------------------------------
+    def _ask_llm(self, question: str, calls: list[ModelCall]) -> dict[str, float] | None:
+        assert self.chooser is not None
+        try:
+            chosen, call = self.chooser.choose(question)
+        except ModelError as error:  # retrieval still answers; the failed call goes in the trace
+            if error.call is not None:
+                calls.append(error.call)
+            return None
+        calls.append(call)
+        return chosen
+
+    def _blend(self, scored: Scored, llm: dict[str, float]) -> Scored:
+        weight = self.settings.retrieval.summaries_weight
+        own = dict(scored)
+        return ranked({sid: (1 - weight) * own.get(sid, 0.0) + weight * llm.get(sid, 0.0)
+                       for sid in {*own, *llm}})
+
+    # -- the outcome -------------------------------------------------------------------------
+    def _decide(self, parts: list[str], scored: list[Scored], per_part: bool
+                ) -> tuple[Literal["clear", "middling", "none"], list[Candidate]]:
+        r = self.settings.retrieval
+        labels = parts if per_part else [None] * len(scored)
+        best = max((s[0][1] for s in scored if s), default=0.0)
+        if best < r.none_threshold:
+            return "none", []
+        if best >= r.clear_threshold:
+            # Each part that matched at all gets its best source; then any other clear ones.
+            firsts = [(s[0][0], s[0][1], label) for s, label in zip(scored, labels, strict=True)
+                      if s and s[0][1] >= r.none_threshold]
+            extras = sorted(((sid, conf, label) for s, label in zip(scored, labels, strict=True)
+                             for sid, conf in s[1:] if conf >= r.clear_threshold),
+                            key=lambda item: -item[1])
+            chosen = self._unique([*firsts, *extras], limit=max(r.top_k, len(firsts)))
+            return "clear", chosen
+        # Middling: offer the top few, taking turns between the parts.
+        turns = [(sid, conf, label) for rank in range(r.top_k)
+                 for s, label in zip(scored, labels, strict=True) if rank < len(s)
+                 for sid, conf in [s[rank]]]
+        return "middling", self._unique(turns, limit=r.top_k)
+
+    def _unique(self, items: list[tuple[str, float, str | None]], limit: int) -> list[Candidate]:
+        chosen: dict[str, Candidate] = {}
+        for sid, conf, label in items:
+            source = self.knowledge_base.get(sid)
+            if sid not in chosen and source is not None and len(chosen) < limit:
+                chosen[sid] = Candidate(source_id=sid, title=source.title,
+                                        confidence=conf, part=label)
+        return list(chosen.values())

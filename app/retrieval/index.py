@@ -1,0 +1,196 @@
+"""The chunk index: dense vectors in Chroma, BM25 in memory, both over the same chunks.
+
+Chroma keeps, with every chunk, a fingerprint of its source (text, metadata, chunking and model
+settings). Opening the index compares fingerprints and re-embeds only the sources that were added
+or changed, and drops the chunks of removed ones; everything else is reused from disk. BM25 is
+rebuilt in memory on every open, because for a knowledge base it takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlparse
+
+import numpy as np
+from pydantic import BaseModel
+from tqdm import tqdm
+
+from app.config import Settings
+from app.errors import ConfigError
+from app.kb.loader import KnowledgeBase
+from app.retrieval.chunking import Chunk, chunk_source, source_fingerprint
+from app.retrieval.embeddings import Embedder
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_BATCH = 256
+_PAGE = 5000
+
+
+class IndexSync(BaseModel):
+    """What opening the index had to do."""
+
+    added: list[str] = []
+    updated: list[str] = []
+    removed: list[str] = []
+    unchanged: int = 0
+    chunks: int = 0
+    embedded_chunks: int = 0
+    seconds: float = 0.0
+
+
+def collection_name(kb_path: Path) -> str:
+    """One collection per knowledge-base folder, so two knowledge bases never share an index."""
+    key = hashlib.sha1(str(kb_path.resolve()).encode()).hexdigest()[:16]
+    return f"cafbot-{key}"
+
+
+def chroma_client(settings: Settings):
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    url = settings.retrieval.chroma_url
+    if not url:
+        settings.index_dir.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(settings.index_dir), settings=chroma_settings)
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"retrieval.chroma_url: {url!r} is not an http(s) URL of a Chroma server.")
+    return chromadb.HttpClient(host=parsed.hostname, ssl=parsed.scheme == "https",
+                               port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                               settings=chroma_settings)
+
+
+class Tokenizer:
+    """Lower-case words, English stop words removed, Snowball-stemmed: 'relapses' finds 'relapse'."""
+
+    def __init__(self) -> None:
+        import Stemmer
+        from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+        self._stem = Stemmer.Stemmer("english").stemWords
+        self._stop = frozenset(STOPWORDS_EN_PLUS)  # NLTK's list: what, how, my, ... go too
+
+    def __call__(self, text: str) -> list[str]:
+        return self._stem([t for t in _TOKEN.findall(text.lower()) if t not in self._stop])
+
+
+class ChunkIndex:
+    def __init__(self, kb: KnowledgeBase, settings: Settings, *, embedder: Embedder | None = None,
+                 client=None):
+        self.settings = settings
+        self.embedder = embedder or Embedder.get()
+        retrieval = settings.retrieval
+        self.chunks: list[Chunk] = [c for s in kb for c in
+                                    chunk_source(s, retrieval.chunk_words, retrieval.chunk_overlap_words)]
+        self.source_of = {c.id: c.source_id for c in self.chunks}
+        self._fingerprints = {s.id: source_fingerprint(s, self.embedder.name, retrieval.chunk_words,
+                                                       retrieval.chunk_overlap_words) for s in kb}
+        self.collection = (client or chroma_client(settings)).get_or_create_collection(
+            collection_name(kb.path), embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"knowledge_base": str(kb.path.resolve())[-500:], "model": self.embedder.name},
+        )
+        self._build_bm25()
+
+    # -- building ----------------------------------------------------------------------------
+    def _build_bm25(self) -> None:
+        import bm25s
+
+        self.tokenize = Tokenizer()
+        tokens = [self.tokenize(c.text) for c in self.chunks]
+        self.bm25 = bm25s.BM25()
+        # An empty token list would make bm25s drop the document and shift every index after it.
+        self.bm25.index([t or ["_"] for t in tokens], show_progress=False)
+        self._vocab = self.bm25.vocab_dict
+        # Which stemmed terms each source uses: the lexical side of a source's confidence.
+        terms: dict[str, set[str]] = {}
+        for chunk, chunk_tokens in zip(self.chunks, tokens, strict=True):
+            terms.setdefault(chunk.source_id, set()).update(chunk_tokens)
+        self.source_terms = {sid: frozenset(t) for sid, t in terms.items()}
+        self.term_sources = Counter(t for ts in self.source_terms.values() for t in ts)
+
+    def sync(self, show_progress: bool = False) -> IndexSync:
+        """Bring Chroma in line with the knowledge base, re-embedding only what changed."""
+        started = time.perf_counter()
+        stored_fp: dict[str, str] = {}
+        stored_count: Counter[str] = Counter()
+        for meta in self._stored_metadata():
+            stored_fp[str(meta["source_id"])] = str(meta["fingerprint"])
+            stored_count[str(meta["source_id"])] += 1
+        wanted_count = Counter(c.source_id for c in self.chunks)
+        report = IndexSync(chunks=len(self.chunks))
+        for source_id, fp in self._fingerprints.items():
+            if source_id not in stored_fp:
+                report.added.append(source_id)
+            elif stored_fp[source_id] != fp or stored_count[source_id] != wanted_count[source_id]:
+                report.updated.append(source_id)  # a count mismatch means an interrupted build
+            else:
+                report.unchanged += 1
+        report.removed = sorted(set(stored_fp) - set(self._fingerprints))
+        stale = report.updated + report.removed
+        for start in range(0, len(stale), 500):  # bounded, for SQLite's variable limit
+            self.collection.delete(where={"source_id": {"$in": stale[start: start + 500]}})
+        todo = set(report.added + report.updated)
+        self._embed_and_store([c for c in self.chunks if c.source_id in todo], show_progress)
+        report.embedded_chunks = sum(wanted_count[s] for s in todo)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _stored_metadata(self):
+        """Every stored chunk's metadata, a page at a time: one `get` of a 100k-chunk collection
+        exceeds SQLite's limit on query variables."""
+        offset = 0
+        while True:
+            page = self.collection.get(include=["metadatas"], limit=_PAGE, offset=offset)
+            if not page["ids"]:
+                return
+            yield from page["metadatas"] or []
+            offset += len(page["ids"])
+
+    def _embed_and_store(self, chunks: list[Chunk], show_progress: bool) -> None:
+        if not chunks:
+            return
+        with tqdm(total=len(chunks), desc="Indexing chunks", unit="chunk",
+                  disable=not show_progress) as bar:
+            for start in range(0, len(chunks), _BATCH):
+                batch = chunks[start: start + _BATCH]
+                vectors = self.embedder.encode([c.text for c in batch])
+                self.collection.add(
+                    ids=[c.id for c in batch], embeddings=vectors, documents=[c.text for c in batch],
+                    metadatas=[{"source_id": c.source_id, "kind": c.kind,
+                                "fingerprint": self._fingerprints[c.source_id]} for c in batch],
+                )
+                bar.update(len(batch))
+
+    # -- searching ---------------------------------------------------------------------------
+    def dense(self, vectors: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
+        """Per query vector, the `n` nearest chunks with their cosine similarity, best first."""
+        n = min(n, len(self.chunks))
+        if n == 0:
+            return [[] for _ in range(len(vectors))]
+        found = self.collection.query(query_embeddings=vectors, n_results=n, include=["distances"])
+        return [[(cid, 1.0 - float(d)) for cid, d in zip(ids, dists, strict=True)]
+                for ids, dists in zip(found["ids"], found["distances"] or [], strict=True)]
+
+    def lexical(self, text: str, n: int) -> list[tuple[str, float]]:
+        """The `n` best BM25 chunks with a positive score, best first."""
+        tokens = [t for t in self.tokenize(text) if t in self._vocab]
+        if not tokens:
+            return []
+        scores = self.bm25.get_scores(tokens)
+        n = min(n, len(scores))
+        top = np.argpartition(-scores, n - 1)[:n]  # a full sort of 100k scores costs ~5 ms
+        top = top[np.lexsort((top, -scores[top]))]
+        return [(self.chunks[i].id, float(scores[i])) for i in top if scores[i] > 0]
+
+    def source_idf(self, term: str) -> float:
+        """Inverse document frequency over sources; a term no source uses gets the highest."""
+        n, df = len(self.source_terms), self.term_sources.get(term, 0)
+        return float(np.log(1 + (n - df + 0.5) / (df + 0.5)))

@@ -1,0 +1,49 @@
+"""Correct misspelt words against the knowledge base's own vocabulary.
+
+"skitzophrenia" or "olanzipine" find nothing in BM25 and little in the embedding. A word is
+corrected only when it is unknown to both the knowledge base and the embedding model's word list
+(so real words such as "weather" are left alone) and a knowledge-base word of similar length,
+starting with the same letter, is close enough (difflib ratio). Candidates are bucketed by first
+letter, which keeps a look-up well under a millisecond.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+class Speller:
+    def __init__(self, corpus_words: Iterable[str], known_words: Iterable[str] = (),
+                 cutoff: float = 0.8, min_length: int = 4):
+        self.vocabulary = {w.lower() for w in corpus_words}
+        self.known = {w.lower() for w in known_words} | self.vocabulary
+        self.cutoff, self.min_length = cutoff, min_length
+        self._buckets: dict[str, list[str]] = defaultdict(list)
+        for word in sorted(self.vocabulary):
+            if len(word) >= min_length:
+                self._buckets[word[0]].append(word)
+        self._memo: dict[str, str] = {}
+
+    def correct_word(self, word: str) -> str:
+        lower = word.lower()
+        if len(lower) < self.min_length or lower in self.known:
+            return word
+        if lower not in self._memo:
+            candidates = [w for w in self._buckets.get(lower[0], ()) if abs(len(w) - len(lower)) <= 2]
+            found = difflib.get_close_matches(lower, candidates, n=1, cutoff=self.cutoff)
+            if len(self._memo) > 50_000:
+                self._memo.clear()
+            self._memo[lower] = found[0] if found else lower
+        return self._memo[lower] if self._memo[lower] != lower else word
+
+    def correct(self, text: str) -> str:
+        return _WORD.sub(lambda m: self.correct_word(m.group(0)), text)
+
+
+def corpus_words(texts: Iterable[str]) -> set[str]:
+    return {w.lower() for text in texts for w in _WORD.findall(text)}

@@ -1,0 +1,66 @@
+"""Role and scope: the draft stays an information assistant.
+
+Two layers. Patterns catch the explicit cases: a persona ("as your therapist"), a diagnosis ("you
+are relapsing"), therapy work ("let's try a CBT exercise"), speculation about the person's own
+case ("if I were you"). A classifier catches the rest: logistic regression over MiniLM sentence
+embeddings plus the pattern flags, trained only on sentences of the *train* split of
+scenarios/judges (see role_model.py), at first use, in well under a few seconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from judges.local import patterns, role_model
+from judges.local.text import split_sentences, strip_citations
+from judges.schema import VERDICT_ORDER, DraftContext, Finding, Verdict
+
+CHECK = "role_scope"
+KINDS: dict[str, Verdict] = {"persona": "reject", "diagnosis": "reject", "therapy": "reject",
+                             "speculation": "warn"}
+
+
+def pattern_hits(sentence: str) -> dict[str, bool]:
+    """Which pattern families a sentence matches (negated mentions do not count)."""
+    negated = re.compile(patterns.section(CHECK)["negated_before"], re.IGNORECASE)
+    text = strip_citations(sentence)
+    hits = {}
+    for family in KINDS:
+        hits[family] = any(not negated.search(text[:m.start()])
+                           for m in patterns.regex(CHECK, family).finditer(text))
+    return hits
+
+
+def check(ctx: DraftContext) -> Finding:
+    if not ctx.draft:
+        return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
+    sentences = split_sentences(ctx.draft)
+    verdict: Verdict = "pass"
+    offending: list[str] = []
+    reasons: list[str] = []
+    for sentence in sentences:
+        for family, hit in pattern_hits(sentence).items():
+            if hit:
+                offending.append(sentence)
+                reasons.append(family)
+                if VERDICT_ORDER[KINDS[family]] > VERDICT_ORDER[verdict]:
+                    verdict = KINDS[family]
+    score = 1.0 if verdict == "reject" else 0.6 if verdict == "warn" else 0.0
+    probabilities = role_model.predict(sentences)
+    if probabilities is not None and len(sentences):
+        best = int(probabilities.argmax())
+        p = float(probabilities[best])
+        model_verdict: Verdict = ("reject" if p >= patterns.threshold(CHECK, "reject_probability")
+                                  else "warn" if p >= patterns.threshold(CHECK, "warn_probability") else "pass")
+        if model_verdict != "pass":
+            offending.append(sentences[best])
+            reasons.append(f"classifier {p:.2f}")
+            if VERDICT_ORDER[model_verdict] > VERDICT_ORDER[verdict]:
+                verdict = model_verdict
+        score = max(score, p)
+    if verdict == "pass":
+        return Finding(check=CHECK, flagged=False, score=round(min(score, 1.0), 3))
+    return Finding(check=CHECK, flagged=True, score=round(min(score, 1.0), 3),
+                   sentences=list(dict.fromkeys(offending)),
+                   detail="acts outside an information assistant's role: " + ", ".join(dict.fromkeys(reasons)),
+                   suggested_verdict=verdict)

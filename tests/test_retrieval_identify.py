@@ -1,0 +1,253 @@
+"""Source identification: the three outcomes, multi-part questions, follow-ups, the summary
+strategy, and the evaluation metrics (real model, real Chroma in tmp_path)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from app.config import Settings
+from app.kb import load_knowledge_base
+from app.models import RoleClient
+from app.models.scripted import ScriptedChatModel
+from app.retrieval.evaluate import recall_at, reciprocal_rank
+from app.retrieval.parts import split_parts
+from app.retrieval.spelling import Speller
+from app.retrieval.summaries import ChosenSource, SourceChoice, SummaryChooser
+
+SOURCES = {
+    "A01": ("Sleep problems", "Why sleep goes wrong and how to sleep better at night.", "sleep, insomnia, bedtime",
+            "Poor sleep can be an early sign of becoming unwell. Keep a regular bedtime, avoid caffeine in "
+            "the evening and put screens away an hour before bed. Tell your team if you sleep far more or "
+            "far less than usual."),
+    "A02": ("Clozapine blood tests", "Why people taking clozapine need regular blood tests.", "clozapine, blood tests",
+            "Clozapine can lower the number of white blood cells that fight infection. Blood tests are "
+            "weekly at first and less often later. Report a fever or sore throat straight away."),
+    "A03": ("Coping with voices", "Practical ways to cope with hearing voices.", "voices, hallucinations, coping",
+            "Many people who hear voices find distraction helps: humming, music through headphones, or "
+            "talking to someone they trust. Hearing voices groups offer support from peers. Tell your "
+            "team if the voices tell you to harm yourself."),
+    "A04": ("Returning to work", "Going back to a job or study after being unwell.", "work, employment, job",
+            "Supported employment helps people find and keep a job. You can ask your employer for "
+            "reasonable adjustments such as part-time hours. Telling them about the illness is your choice."),
+    "A05": ("Healthy eating", "Food, appetite and weight while taking medicines.", "diet, weight, appetite",
+            "Some medicines increase appetite and weight. Eating vegetables, drinking water instead of "
+            "sugary drinks and regular meals can help keep your weight steady."),
+}
+
+
+def build_kb(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for sid, (title, summary, keywords, body) in SOURCES.items():
+        (folder / f"{sid}.md").write_text(
+            f"---\nid: {sid}\ntitle: {title}\nsummary: {summary}\nkeywords: [{keywords}]\n---\n"
+            f"# {title}\n\n{body}\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory) -> Settings:
+    root = tmp_path_factory.mktemp("identify")
+    return Settings(knowledge_base=build_kb(root / "kb"), data_dir=root / "data")
+
+
+@pytest.fixture(scope="module")
+def identifier(settings):
+    from app.retrieval import open_identifier
+
+    return open_identifier(settings)
+
+
+def ids(identification) -> list[str]:
+    return [c.source_id for c in identification.candidates]
+
+
+# -- pure functions ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "expected"), [
+    ("what is clozapine", ["what is clozapine"]),
+    ("how do the injections work, and will they make me put on weight?",
+     ["how do the injections work", "will they make me put on weight?"]),
+    ("is it genetic? also, how is it diagnosed", ["is it genetic?", "how is it diagnosed"]),
+    ("My son was diagnosed. What treatment will he get?", ["My son was diagnosed. What treatment will he get?"]),
+    ("is it my fault? i smoked weed as a teenager", ["is it my fault? i smoked weed as a teenager"]),
+    ("1. what is clozapine\n2. how can I sleep better\n3. can I work", ["what is clozapine", "how can I sleep better", "can I work"]),
+    ("bloods, weight, and blood pressure checks how often", ["bloods, weight, and blood pressure checks how often"]),
+    ("how do i sleep better; what helps with voices", ["how do i sleep better", "what helps with voices"]),
+    ("", []),
+])
+def test_split_parts(text, expected):
+    assert split_parts(text, min_words=3, max_parts=4) == expected
+
+
+def test_split_parts_respects_max_parts():
+    parts = split_parts("what is a? what is b? what is c? what is d? what is e?", max_parts=3)
+    assert len(parts) == 3 and parts[-1] == "what is c? what is d? what is e?"
+
+
+def test_speller_corrects_only_unknown_words():
+    speller = Speller(["schizophrenia", "clozapine", "weather", "whether"], known_words=["weather"])
+    assert speller.correct("is skitzophrenia treated with clozapin") == "is schizophrenia treated with clozapine"
+    assert speller.correct("the weather today") == "the weather today"
+    assert speller.correct("Clozapin") == "clozapine"
+
+
+def test_metrics():
+    assert recall_at(["S1"], ["S2", "S1"], 1) == 0.0 and recall_at(["S1"], ["S2", "S1"], 3) == 1.0
+    assert recall_at(["S1", "S2"], ["S2", "S9", "S1"], 1) == 1.0  # capped at k
+    assert recall_at(["S1", "S2"], ["S2", "S9", "S8"], 3) == 0.5
+    assert reciprocal_rank(["S1"], ["S2", "S1"]) == 0.5 and reciprocal_rank(["S1"], []) == 0.0
+
+
+# -- identification ---------------------------------------------------------------------------
+@pytest.mark.slow
+def test_clear_match(identifier, settings):
+    found = identifier.identify("How often do I need blood tests on clozapine?")
+    assert found.outcome == "clear"
+    assert ids(found)[0] == "A02"
+    assert found.candidates[0].confidence >= settings.retrieval.clear_threshold
+    assert found.candidates[0].title == "Clozapine blood tests"
+    assert found.parts == ["How often do I need blood tests on clozapine?"]
+    assert found.latency_ms > 0
+
+
+@pytest.mark.slow
+def test_no_match_for_unrelated_questions(identifier, settings):
+    for question in ("How do I renew my passport online?", "Who won the football last night?"):
+        found = identifier.identify(question)
+        assert found.outcome == "none", (question, found)
+        assert found.candidates == []
+
+
+@pytest.mark.slow
+def test_middling_match_offers_candidates(identifier, settings):
+    found = identifier.identify("sleep")  # one word: too little to be sure
+    assert found.outcome == "middling"
+    assert ids(found)[0] == "A01"
+    assert 1 <= len(found.candidates) <= settings.retrieval.top_k
+    r = settings.retrieval
+    assert all(c.confidence < r.clear_threshold for c in found.candidates)
+    assert found.candidates[0].confidence >= r.none_threshold
+
+
+@pytest.mark.slow
+def test_thresholds_come_from_settings(settings):
+    from app.retrieval import SourceIdentifier
+    from app.retrieval.index import ChunkIndex
+
+    strict = settings.model_copy(deep=True)
+    strict.retrieval.clear_threshold = 1.0
+    kb = load_knowledge_base(strict.knowledge_base)
+    index = ChunkIndex(kb, strict)
+    index.sync()
+    question = "How often do I need blood tests on clozapine?"
+    found = SourceIdentifier(kb, index, strict).identify(question)
+    assert found.outcome == "middling" and ids(found)[0] == "A02"
+    assert all(c.confidence < 1.0 for c in found.candidates)
+
+    strict.retrieval.none_threshold = 1.0
+    assert SourceIdentifier(kb, index, strict).identify(question).outcome == "none"
+
+
+@pytest.mark.slow
+def test_with_settings_shares_the_index_and_applies_new_thresholds(identifier, settings):
+    strict = settings.model_copy(deep=True)
+    strict.retrieval.clear_threshold = 1.0
+    twin = identifier.with_settings(strict)
+    assert twin.index is identifier.index and twin.knowledge_base is identifier.knowledge_base
+    question = "How often do I need blood tests on clozapine?"
+    assert twin.identify(question).outcome == "middling"
+    assert identifier.identify(question).outcome == "clear"  # the original is untouched
+
+
+@pytest.mark.slow
+def test_multi_part_question_finds_a_source_for_each_part(identifier):
+    found = identifier.identify("What can I do about the voices, and is there anything to help me sleep?")
+    assert found.parts == ["What can I do about the voices", "is there anything to help me sleep?"]
+    assert found.outcome == "clear"
+    assert set(ids(found)[:2]) == {"A03", "A01"}
+    by_part = {c.source_id: c.part for c in found.candidates}
+    assert by_part["A03"] == found.parts[0] and by_part["A01"] == found.parts[1]
+
+    listed = identifier.identify("1. clozapine blood tests\n2. going back to my job\n3. eating to keep weight down")
+    assert len(listed.parts) == 3
+    assert set(ids(listed)[:3]) == {"A02", "A04", "A05"}
+
+
+@pytest.mark.slow
+def test_part_about_something_else_is_left_out(identifier):
+    found = identifier.identify("How often are clozapine blood tests, and who won the football last night?")
+    assert found.outcome == "clear" and ids(found)[0] == "A02"
+    assert all(c.part != found.parts[1] for c in found.candidates)
+
+
+@pytest.mark.slow
+def test_misspellings_still_find_the_source(identifier):
+    assert ids(identifier.identify("clozapin blod tets how ofen"))[0] == "A02"
+
+
+@pytest.mark.slow
+def test_follow_up_leans_on_the_previous_message(identifier):
+    assert identifier.identify("what should I do?").outcome == "none"
+    found = identifier.identify("what should I do?", recent=["I keep hearing voices at night"])
+    assert found.outcome == "clear" and ids(found)[0] == "A03"
+    unrelated = identifier.identify("how do I renew my passport online?", recent=["clozapine blood tests"])
+    assert unrelated.outcome == "none"
+
+
+@pytest.mark.slow
+def test_latency_warm(identifier):
+    identifier.identify("warm up question about sleep")
+    timings = []
+    for question in ["how can I sleep better", "clozapine blood tests", "going back to work part time",
+                     "humming helps with voices", "weight gain from medicines"] * 4:
+        started = time.perf_counter()
+        identifier.identify(question)
+        timings.append((time.perf_counter() - started) * 1000)
+    assert statistics.median(timings) < 50
+
+
+# -- the summary strategy ---------------------------------------------------------------------
+def scripted(*replies) -> RoleClient:
+    return RoleClient(role="screener", model_name="scripted", llm=ScriptedChatModel(list(replies)))
+
+
+@pytest.mark.slow
+def test_summary_strategy_uses_the_llm_choice(identifier, settings):
+    from app.retrieval import SourceIdentifier
+
+    summaries = settings.model_copy(deep=True)
+    summaries.retrieval.strategy = "summaries"
+    client = scripted(SourceChoice(sources=[ChosenSource(source_id="A04", confidence=0.9),
+                                            ChosenSource(source_id="Z99", confidence=0.8)]))
+    chosen = SourceIdentifier(identifier.knowledge_base, identifier.index, summaries,
+                              chooser=SummaryChooser(client, identifier.knowledge_base))
+    found = chosen.identify("Can I ask my boss for shorter hours?")
+    assert found.outcome == "clear" and ids(found) == ["A04"]  # the unknown id is dropped
+    assert len(found.model_calls) == 1 and found.model_calls[0].ok
+    prompt = str(client.llm.prompts[0][0].content)
+    assert all(sid in prompt and SOURCES[sid][1] in prompt for sid in SOURCES)
+
+
+@pytest.mark.slow
+def test_both_strategies_blend_and_a_failed_llm_falls_back(identifier, settings):
+    from app.retrieval import SourceIdentifier
+
+    both = settings.model_copy(deep=True)
+    both.retrieval.strategy = "both"
+    client = scripted(SourceChoice(sources=[ChosenSource(source_id="A02", confidence=1.0)]),
+                      TimeoutError("model timed out"))
+    blended = SourceIdentifier(identifier.knowledge_base, identifier.index, both,
+                               chooser=SummaryChooser(client, identifier.knowledge_base))
+    found = blended.identify("How often do I need blood tests on clozapine?")
+    alone = identifier.identify("How often do I need blood tests on clozapine?")
+    assert ids(found)[0] == "A02" and found.outcome == "clear"
+    weight = both.retrieval.summaries_weight
+    expected = (1 - weight) * alone.candidates[0].confidence + weight * 1.0
+    assert found.candidates[0].confidence == pytest.approx(expected, abs=1e-3)
+
+    fallback = blended.identify("How can I sleep better?")
+    assert ids(fallback)[0] == "A01"
+    assert len(fallback.model_calls) == 1 and not fallback.model_calls[0].ok

@@ -1,0 +1,202 @@
+"""Chunking, fusion, embeddings and the Chroma + BM25 index (real model, real Chroma in tmp_path)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.config import Settings
+from app.errors import ConfigError
+from app.kb import load_knowledge_base
+from app.kb.schema import Source
+from app.retrieval.chunking import chunk_source, source_fingerprint, windows
+from app.retrieval.fusion import by_source, ranked, rrf
+from app.retrieval.index import ChunkIndex, chroma_client, collection_name
+
+TOPICS = {
+    "A01": ("Sleep problems", "Why sleep goes wrong and how to sleep better.", ["sleep", "insomnia"],
+            "## Why sleep changes\n\nPoor sleep can be an early sign of becoming unwell. Some medicines "
+            "make you drowsy.\n\n## Better sleep habits\n\nKeep a regular bedtime, avoid caffeine in the "
+            "evening and put screens away an hour before bed."),
+    "A02": ("Clozapine blood tests", "Why clozapine needs regular blood tests.", ["clozapine", "blood tests"],
+            "Clozapine can lower the number of white blood cells that fight infection. Blood tests are "
+            "weekly at first and less often later. Report a fever or sore throat straight away."),
+    "A03": ("Coping with voices", "Practical ways to cope with hearing voices.", ["voices", "hallucinations"],
+            "Many people who hear voices find distraction helps: humming, music through headphones, or "
+            "talking to someone they trust. Hearing voices groups offer support from peers."),
+    "A04": ("Returning to work", "Going back to a job or study after being unwell.", ["work", "employment"],
+            "Supported employment helps people find and keep a job. You can ask your employer for "
+            "reasonable adjustments such as part-time hours. Telling them about the illness is your choice."),
+    "A05": ("Healthy eating", "Food, appetite and weight while taking medicines.", ["diet", "weight"],
+            "Some medicines increase appetite and weight. Eating vegetables, drinking water instead of "
+            "sugary drinks and regular meals can help keep weight steady."),
+}
+
+
+def write_source(folder: Path, sid: str, title: str, summary: str, keywords: list[str], body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{sid}.md"
+    path.write_text(f"---\nid: {sid}\ntitle: {title}\nsummary: {summary}\nkeywords: {keywords}\n---\n"
+                    f"# {title}\n\n{body}\n", encoding="utf-8")
+    return path
+
+
+def small_kb(folder: Path) -> Path:
+    for sid, (title, summary, keywords, body) in TOPICS.items():
+        write_source(folder, sid, title, summary, keywords, body)
+    return folder
+
+
+def settings_for(tmp_path: Path, kb: Path, **retrieval) -> Settings:
+    return Settings(knowledge_base=kb, data_dir=tmp_path / "data", retrieval=retrieval)
+
+
+def open_index(settings: Settings) -> ChunkIndex:
+    return ChunkIndex(load_knowledge_base(settings.knowledge_base), settings)
+
+
+# -- pure functions ---------------------------------------------------------------------------
+def test_rrf_adds_reciprocal_ranks():
+    scores = rrf([["a", "b", "c"], ["b", "a"]], k=60)
+    assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["c"] == pytest.approx(1 / 63)
+    weighted = rrf([["a"], ["b"]], k=1, weights=[1.0, 0.5])
+    assert weighted == {"a": 0.5, "b": 0.25}
+
+
+def test_by_source_takes_best_chunk_plus_decaying_share():
+    scores = {"x#1": 0.5, "x#2": 0.4, "x#3": 0.3, "y#1": 0.6}
+    source_of = {"x#1": "X", "x#2": "X", "x#3": "X", "y#1": "Y"}
+    folded = by_source(scores, source_of, top_n=2, decay=0.5)
+    assert folded["X"] == pytest.approx(0.5 + 0.5 * 0.4)
+    assert folded["Y"] == pytest.approx(0.6)
+    assert by_source(scores, source_of, top_n=1)["X"] == pytest.approx(0.5)
+    assert ranked(folded)[0][0] == "X"
+    assert ranked({"b": 1.0, "a": 1.0}) == [("a", 1.0), ("b", 1.0)]  # ties: by id
+
+
+def test_windows_overlap_and_merge_short_tail():
+    words = [str(i) for i in range(100)]
+    parts = windows(words, 40, 10)
+    assert parts[0] == words[:40] and parts[1][:10] == words[30:40]
+    assert parts[-1][-1] == "99"
+    assert all(len(p) >= 40 // 3 for p in parts)
+    assert windows(words[:30], 40, 10) == [words[:30]]
+
+
+def test_chunks_card_first_then_sections_with_headings():
+    title, summary, keywords, body = TOPICS["A01"]
+    source = Source(id="A01", title=title, summary=summary, keywords=keywords, body=f"# {title}\n\n{body}")
+    chunks = chunk_source(source, chunk_words=20, overlap_words=5)
+    assert chunks[0].kind == "card" and "insomnia" in chunks[0].text and summary in chunks[0].text
+    assert {c.source_id for c in chunks} == {"A01"}
+    assert len({c.id for c in chunks}) == len(chunks)
+    assert any(c.text.startswith("Sleep problems - Better sleep habits:") for c in chunks)
+    assert not any("##" in c.text or "**" in c.text for c in chunks)
+    assert source_fingerprint(source, 20, 5) != source_fingerprint(source, 30, 5)
+    assert source_fingerprint(source, 20, 5) == source_fingerprint(source.model_copy(), 20, 5)
+
+
+def test_chroma_url_must_be_http(tmp_path):
+    with pytest.raises(ConfigError, match="chroma_url"):
+        chroma_client(Settings(data_dir=tmp_path, retrieval={"chroma_url": "ftp://x"}))
+
+
+def test_collection_names_differ_by_knowledge_base_path(tmp_path):
+    assert collection_name(tmp_path / "a") != collection_name(tmp_path / "b")
+    assert collection_name(tmp_path / "a") == collection_name(tmp_path / "a")
+
+
+# -- with the model and Chroma ----------------------------------------------------------------
+@pytest.mark.slow
+def test_embedder_normalised_cached_and_thread_safe():
+    from app.retrieval import Embedder
+
+    embedder = Embedder.get()
+    assert Embedder.get() is embedder
+    texts = ["clozapine blood tests", "how to sleep better", "going back to work"]
+    vectors = embedder.encode(texts)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(embedder.encode(texts[:1])[0], embedder.encode(texts[:1])[0])
+    similarity = embedder.similarity(["white blood cell checks"], texts)
+    assert similarity.argmax() == 0
+
+    results: dict[int, np.ndarray] = {}
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, embedder.encode([f"{texts[i % 3]} {i}"])))
+               for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, vector in results.items():
+        assert np.allclose(vector, embedder.encode([f"{texts[i % 3]} {i}"]), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_index_rebuilds_only_what_changed(tmp_path, monkeypatch):
+    import app.retrieval.index as index_module
+
+    monkeypatch.setattr(index_module, "_PAGE", 4)  # stored metadata is read in pages: exercise it
+    kb = small_kb(tmp_path / "kb")
+    settings = settings_for(tmp_path, kb)
+
+    index = open_index(settings)
+    first = index.sync()
+    assert first.added == sorted(TOPICS) and first.embedded_chunks == len(index.chunks)
+    assert index.collection.count() == len(index.chunks)
+    before = index.collection.get(ids=["A01#0"], include=["embeddings"])["embeddings"][0]
+
+    again = open_index(settings).sync()
+    assert (again.unchanged, again.embedded_chunks, again.added, again.updated) == (5, 0, [], [])
+
+    title, summary, keywords, body = TOPICS["A03"]
+    write_source(kb, "A03", title, summary, keywords, body + " Writing the voices down in a diary helps some.")
+    (kb / "A05.md").unlink()
+    write_source(kb, "A06", "Stopping smoking", "Help to stop smoking.", ["smoking"], "Nicotine patches help.")
+    index = open_index(settings)
+    changed = index.sync()
+    assert changed.updated == ["A03"] and changed.removed == ["A05"] and changed.added == ["A06"]
+    assert changed.unchanged == 3
+    assert changed.embedded_chunks == sum(c.source_id in {"A03", "A06"} for c in index.chunks)
+    stored = index.collection.get(include=["metadatas"])
+    assert {m["source_id"] for m in stored["metadatas"]} == {"A01", "A02", "A03", "A04", "A06"}
+    assert index.collection.count() == len(index.chunks)
+    after = index.collection.get(ids=["A01#0"], include=["embeddings"])["embeddings"][0]
+    assert np.array_equal(before, after)  # untouched sources keep their stored vectors
+
+    # An interrupted build (a chunk missing) is repaired on the next open.
+    index.collection.delete(ids=["A02#1"])
+    assert open_index(settings).sync().updated == ["A02"]
+    # Chunking settings are part of the fingerprint: changing them re-embeds everything.
+    resized = open_index(settings_for(tmp_path, kb, chunk_words=25, chunk_overlap_words=5)).sync()
+    assert len(resized.updated) == 5 and resized.unchanged == 0
+
+
+@pytest.mark.slow
+def test_two_knowledge_bases_share_a_data_dir_without_colliding(tmp_path):
+    one = small_kb(tmp_path / "one")
+    two = tmp_path / "two"
+    write_source(two, "B01", "Other", "Something else.", ["other"], "Entirely different content here.")
+    first, second = open_index(settings_for(tmp_path, one)), open_index(settings_for(tmp_path, two))
+    first.sync()
+    second.sync()
+    assert first.collection.name != second.collection.name
+    assert second.collection.count() == len(second.chunks)
+    assert open_index(settings_for(tmp_path, one)).sync().unchanged == len(TOPICS)
+
+
+@pytest.mark.slow
+def test_dense_and_lexical_search_find_the_right_chunks(tmp_path):
+    index = open_index(settings_for(tmp_path, small_kb(tmp_path / "kb")))
+    index.sync()
+    hits = index.dense(index.embedder.encode(["how often are clozapine blood checks", "can't sleep"]), 5)
+    assert index.source_of[hits[0][0][0]] == "A02" and index.source_of[hits[1][0][0]] == "A01"
+    assert hits[0][0][1] >= hits[0][-1][1]  # best first
+    lexical = index.lexical("reasonable adjustments from my employer", 5)
+    assert index.source_of[lexical[0][0]] == "A04"
+    assert index.lexical("zzzz qqqq", 5) == []
