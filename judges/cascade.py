@@ -46,6 +46,7 @@ class CascadeResult:
     applied: list[str]
     judgements: list[Judgement] = field(default_factory=list)
     final: dict[str, Judgement] = field(default_factory=dict)  # each judge's last word
+    floors: dict[str, Judgement] = field(default_factory=dict)  # tier-0 verdicts on certain facts
     escalated: bool = False
     failed_closed: bool = False
 
@@ -87,6 +88,9 @@ class Cascade:
             pending, errors = self._llm_tier(tier, client, ctx, pending, result)
             # Only the highest tier that ran has the last word: its failures fail closed.
             result.failed_closed = errors
+        for name, floor in result.floors.items():  # exact tier-0 facts outrank any LLM's opinion
+            if VERDICT_ORDER[result.final[name].verdict] < VERDICT_ORDER[floor.verdict]:
+                result.final[name] = floor
         result.verdict = strongest(j.verdict for j in result.final.values())
         return result
 
@@ -101,6 +105,8 @@ class Cascade:
             judgement = _from_findings(judge, found, per_judge_ms)
             result.judgements.append(judgement)
             result.final[judge.name] = judgement
+            if any(f.flagged and f.certain for f in found):
+                result.floors[judge.name] = judgement
             if judgement.verdict != "pass":
                 flagged.append(judge)
         return flagged

@@ -47,6 +47,9 @@ class Finding(Strict):
     sentences: list[str] = Field(default_factory=list)
     detail: str = ""
     suggested_verdict: Verdict = "pass"
+    # An exact fact, not a heuristic (a citation to a source that was not given): no LLM judge
+    # may overrule it, so its verdict is a floor for the judge's final word.
+    certain: bool = False
 
 
 class JudgeVerdict(Strict):

@@ -60,7 +60,15 @@ def test_only_flagged_judges_reach_the_screener_and_its_pass_clears_them():
     assert flagged_at_0 and asked_at_1 == flagged_at_0
     assert len(flagged_at_0) < len(result.applied)  # the clean judges were not escalated
     assert judge.llm.prompts == []  # nothing flagged at tier 1, so tier 2 was never asked
-    assert result.verdict == "pass"
+    assert result.flagged_by == ["source_fidelity"]  # only the exact citation fact survives
+
+
+def test_no_llm_can_clear_a_citation_to_a_source_that_was_not_given():
+    screener, judge = scripted("screener", verdict("pass")), scripted("judge", verdict("pass"))
+    result = Cascade(screener=screener, judge=judge).run(BAD)  # BAD cites S99, not provided
+    assert screener.llm.prompts  # the screener was asked and said pass…
+    assert result.verdict == "reject" and "source_fidelity" in result.flagged_by  # …but cannot clear it
+    assert result.final["source_fidelity"].tier == 0
 
 
 def test_a_screener_flag_goes_to_the_strong_judge_which_decides():
@@ -68,7 +76,7 @@ def test_a_screener_flag_goes_to_the_strong_judge_which_decides():
     judge = scripted("judge", verdict("reject", "advises stopping a medicine"))
     result = Cascade(screener=screener, judge=judge).run(BAD)
     assert [judge_named(p) for p in judge.llm.prompts] == ["medication_safety"]
-    assert result.verdict == "reject" and result.flagged_by == ["medication_safety"]
+    assert result.verdict == "reject" and set(result.flagged_by) == {"medication_safety", "source_fidelity"}
     assert result.final["medication_safety"].tier == 2
 
 
@@ -118,7 +126,7 @@ def test_a_failing_screener_counts_as_a_flag_and_escalates(fault):
     result = Cascade(screener=screener, judge=judge).run(BAD)
     asked_at_1 = {j.judge for j in result.judgements if j.tier == 1}
     assert {judge_named(p) for p in judge.llm.prompts} == asked_at_1  # every failed one escalated
-    assert not result.failed_closed and result.verdict == "pass"
+    assert not result.failed_closed and result.flagged_by == ["source_fidelity"]
 
 
 def test_with_no_llm_tier_zero_decides_alone_and_leans_safe():

@@ -71,7 +71,8 @@ def test_a_flagged_draft_runs_through_tiers_1_and_2_with_real_structured_outputs
     result = Cascade(screener=screener, judge=judge, tiers=(0, 1, 2)).run(ctx)
     tiers_run = {j.tier for j in result.judgements}
     assert {0, 1} <= tiers_run  # tier 0 flagged it, so the screener LLM was asked
-    assert result.verdict in ("warn", "reject")  # whatever the tiny model says, this is not a pass
+    # Whatever the tiny model says, the citation to S99 is an exact fact that no model can clear.
+    assert result.verdict == "reject" and "source_fidelity" in result.flagged_by
     for judgement in result.judgements:
         assert judgement.verdict in ("pass", "warn", "reject")
     # Tier 2 on its own, so the strong-judge prompt is exercised whatever tier 1 decided.

@@ -34,7 +34,9 @@ class Services:
             from judges.filter import CriticalAnalysisFilter
 
             caf = CriticalAnalysisFilter.from_settings(settings)
-        return cls(settings=settings, identifier=identifier, embed=Embedder.get().encode,
+        embedder = Embedder.get()
+        return cls(settings=settings, identifier=identifier,
+                   embed=lambda texts: embedder.encode(texts, cache=True),  # source sentences recur
                    chat=chat, caf=caf, **overrides)
 
     def source_doc(self, source_id: str) -> SourceDoc | None:

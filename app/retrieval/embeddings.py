@@ -20,7 +20,7 @@ import numpy as np
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
-_CACHE_SIZE = 2048
+_CACHE_SIZE = 8192  # the questions of a session plus a knowledge base's sentences
 _CACHEABLE_BATCH = 16  # bigger batches are corpus indexing: caching them would evict the questions
 
 
@@ -60,11 +60,12 @@ class Embedder:
                     cls._instance = cls()
         return cls._instance
 
-    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """(len(texts), 384) float32, rows L2-normalised."""
+    def encode(self, texts: list[str], batch_size: int = 64, *, cache: bool | None = None) -> np.ndarray:
+        """(len(texts), 384) float32, rows L2-normalised. `cache`: remember the vectors (None:
+        only for short batches; True for texts that recur, such as source sentences)."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        cacheable = len(texts) <= _CACHEABLE_BATCH
+        cacheable = len(texts) <= _CACHEABLE_BATCH if cache is None else cache
         with self._lock:
             rows: dict[int, np.ndarray] = {}
             if cacheable:

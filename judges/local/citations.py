@@ -21,5 +21,5 @@ def check(ctx: DraftContext) -> Finding:
         check=CHECK, flagged=True, score=1.0, sentences=offending,
         detail=f"cites {', '.join(unknown)}, which {'was' if len(unknown) == 1 else 'were'} not "
                f"provided (provided: {provided})",
-        suggested_verdict="reject",
+        suggested_verdict="reject", certain=True,
     )

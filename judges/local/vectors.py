@@ -10,19 +10,12 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-from collections import OrderedDict
 from functools import cache
 
 import numpy as np
 
 log = logging.getLogger(__name__)
 _state: dict[str, bool | None] = {"enabled": None, "broken": False}
-_lock = threading.Lock()
-# Source sentences recur from turn to turn (a knowledge base has a few hundred), and the checks of
-# one draft embed the same sentences: remembering vectors keeps tier 0 in milliseconds.
-_CACHE_SIZE = 8192
-_cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
 
 def set_enabled(enabled: bool | None) -> None:
@@ -39,26 +32,14 @@ def enabled() -> bool:
 
 
 def encode(texts: list[str]) -> np.ndarray | None:
-    """Normalised vectors (rows), or None when embeddings are off or unavailable."""
+    """Normalised vectors (rows), or None when embeddings are off or unavailable. Vectors are
+    cached by the shared embedder: source sentences recur from turn to turn."""
     if not enabled():
         return None
     try:
         from app.retrieval.embeddings import Embedder
 
-        with _lock:
-            embedder = Embedder.get()
-            missing = list(dict.fromkeys(t for t in texts if t not in _cache))
-        if missing:  # one batch for everything new: far cheaper than one call per sentence
-            for text, vector in zip(missing, embedder.encode(missing), strict=True):
-                with _lock:
-                    _cache[text] = vector
-                    if len(_cache) > _CACHE_SIZE:
-                        _cache.popitem(last=False)
-        with _lock:
-            rows = [_cache.get(t) for t in texts]
-        if any(r is None for r in rows):  # evicted meanwhile by another thread: encode directly
-            return embedder.encode(list(texts))
-        return np.stack(rows) if rows else np.zeros((0, embedder.dimensions), dtype=np.float32)
+        return Embedder.get().encode(list(texts), cache=True)
     except Exception as error:  # a broken model must not break tier 0: fall back to lexical
         log.warning("local checks: embeddings unavailable, lexical layers only (%s)", error)
         _state["broken"] = True
