@@ -74,6 +74,8 @@ def chat(
     """A conversation in the terminal. Conversations are saved and can be resumed with --thread."""
     with ExitStack() as stack:
         bot = open_chatbot(stack, profile, no_caf)
+        with console.status("Getting ready…"):
+            bot.services.warm_up()
         thread_id = thread or bot.new_thread(label="cli-chat")
         last: TurnTrace | None = None
         console.print(f"[bold]cafbot[/] — information about schizophrenia from a checked knowledge base. "

@@ -39,6 +39,18 @@ class Services:
                    embed=lambda texts: embedder.encode(texts, cache=True),  # source sentences recur
                    chat=chat, caf=caf, **overrides)
 
+    def warm_up(self) -> None:
+        """Embed every source sentence and ready the local checks, so that the first answers of a
+        long-running session (the REPL, the app) are as fast as the later ones."""
+        from app.generation.extractive import source_sentences
+        from judges.local import warm_up
+        from judges.schema import SourceText
+
+        sources = list(self.identifier.knowledge_base)
+        self.embed([s for source in sources for s in source_sentences(source.body)])
+        if self.caf is not None:
+            warm_up(SourceText(id=s.id, title=s.title, text=s.body) for s in sources)
+
     def source_doc(self, source_id: str) -> SourceDoc | None:
         source = self.identifier.knowledge_base.get(source_id)
         return SourceDoc(source.id, source.title, source.body) if source else None
