@@ -33,9 +33,6 @@ class CriticalAnalysisFilter:
         caf = settings.caf
         if not caf.enabled:
             return None
-        from judges.local import role_model
-
-        role_model.configure(cache_dir=settings.models_dir)  # train the role classifier once per data dir
 
         def client(role: str) -> RoleClient | None:
             return clients[role] if role in clients else model_for(role, settings)

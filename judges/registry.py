@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -12,22 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from app.errors import ConfigError
 from judges.local import LOCAL_CHECKS
+from judges.local.patterns import words_regex
 from judges.local.text import citations_in
 from judges.rules import load_rules
 from judges.schema import DraftContext, Verdict
 
 DEFINITIONS_DIR = Path(__file__).with_name("definitions")
 AppliesWhen = Literal["always", "has_draft", "cites_sources", "mentions_medicine", "user_message"]
-
-# Words that make a draft "about medicine" for the medication-safety judge. Generous on purpose:
-# a judge that runs when it need not costs milliseconds; one that does not run misses a violation.
-_MEDICINE = re.compile(
-    r"\b(medic\w*|meds?|tablets?|pills?|doses?|dosage|mg|milligrams?|injections?|jabs?|depots?|"
-    r"antipsychotics?|clozapine|olanzapine|risperidone|aripiprazole|quetiapine|haloperidol|"
-    r"paliperidone|lurasidone|amisulpride|prescri\w+|taper\w*|wean\w*)\b",
-    re.IGNORECASE,
-)
-
 
 class Severity(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -72,7 +62,9 @@ class JudgeDefinition(BaseModel):
         if self.applies_when == "cites_sources":
             return bool(citations_in(ctx.draft))
         if self.applies_when == "mentions_medicine":
-            return bool(_MEDICINE.search(ctx.draft) or _MEDICINE.search(ctx.user))
+            # Generous on purpose: a judge that runs when it need not costs milliseconds.
+            mentions = [words_regex("medicines"), words_regex("medicine_words")]
+            return any(p.search(text) for p in mentions for text in (ctx.draft, ctx.user))
         return True  # has_draft
 
 

@@ -25,6 +25,9 @@ class Services:
         """Everything from configuration; pass `chat=`, `caf=` or `identifier=` to replace a part
         (tests hand in scripted models this way)."""
         from app.retrieval import Embedder, open_identifier
+        from judges.local import configure
+
+        configure(cache_dir=settings.models_dir)  # the learned checks train once per data dir
 
         identifier = overrides.pop("identifier", None) or open_identifier(settings, show_progress=show_progress)
         chat = overrides.pop("chat") if "chat" in overrides else model_for("chat", settings)

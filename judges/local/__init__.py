@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from judges.local import (
     citations,
@@ -74,12 +75,20 @@ def run_local_checks(ctx: DraftContext, checks: list[str] | None = None) -> list
     return findings
 
 
+def configure(cache_dir: Path | None = None) -> None:
+    """Where the learned checks (role scope, crisis) keep their fitted weights between runs."""
+    from judges.local import crisis_model, role_model
+
+    role_model.configure(cache_dir=cache_dir)
+    crisis_model.configure(cache_dir=cache_dir)
+
+
 def warm_up(sources: Iterable[SourceText] = ()) -> float:
     """Load the embedder, embed the prototype phrases and the given sources, and train the role
     classifier, so that the first turn is as fast as the others. Returns the seconds it took."""
     import time
 
-    from judges.local import patterns, role_model
+    from judges.local import crisis_model, patterns, role_model
 
     started = time.perf_counter()
     if vectors.enabled():
@@ -88,7 +97,8 @@ def warm_up(sources: Iterable[SourceText] = ()) -> float:
             vectors.prototypes(patterns.section(section)[key])
         vectors.encode([u for s in sources for u in grounding.units(s.text)])
         role_model.model()
+        crisis_model.model()
     return time.perf_counter() - started
 
 
-__all__ = ["LOCAL_CHECKS", "Finding", "run_local_checks", "warm_up"]
+__all__ = ["LOCAL_CHECKS", "Finding", "configure", "run_local_checks", "warm_up"]

@@ -5,8 +5,9 @@ Three layers. (1) Normalise: slang, shorthand and one-letter misspellings are re
 "strong" ones (intent, plans, means, self-harm, harm to others, reports about a relative) are a
 crisis whatever surrounds them; "soft" ones (the bare word "suicide") are, unless the message is an
 information request or fiction; so is a message combining risk-signal families (crisis_signals.py:
-death, harm, hopelessness, means, intent, voices, danger). (3) Embeddings: a message with any risk cue is compared with
-crisis and safe prototype phrases, which catches indirect wording no pattern lists.
+death, harm, hopelessness, means, intent, voices, danger). (3) Learned: a classifier trained on the
+train split (crisis_model.py), thresholded for recall; then, for a message with a risk cue, its
+similarity to crisis and safe prototype phrases. Both catch indirect wording no pattern lists.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from judges.local import crisis_signals, patterns, vectors
+from judges.local import crisis_model, crisis_signals, patterns, vectors
 from judges.local.text import split_sentences
 from judges.schema import DraftContext, Finding
 
@@ -96,7 +97,12 @@ def assess(text: str) -> tuple[bool, float, str, list[str]]:
     combined, _ = crisis_signals.is_crisis(whole)
     if combined and not guarded:
         return True, 0.8, "signals", sentences
-    if guarded or not _cues().search(whole):
+    if guarded:
+        return False, 0.0, "", []
+    learned = crisis_model.probability([whole, *normed] if len(normed) > 1 else [whole])
+    if learned is not None and learned[0] >= learned[1]:
+        return True, round(learned[0], 3), "model", sentences
+    if not _cues().search(whole):
         return False, 0.0, "", []
     return _embedding_layer(sentences, normed)
 
