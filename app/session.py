@@ -59,7 +59,9 @@ class Chatbot:
         config = {"configurable": {"thread_id": thread_id}}
         self.turn_log.start_conversation(thread_id, caf_enabled=self.services.caf is not None)
         try:
-            result = self.graph.invoke({"user_input": text}, config)
+            # One checkpoint per turn, written when the turn ends: a turn that fails midway leaves
+            # the conversation exactly as it was, and a turn costs one write instead of one per node.
+            result = self.graph.invoke({"user_input": text}, config, durability="exit")
         except CafbotError:
             raise
         except Exception as error:  # a bug or an unexpected failure: report it, keep the thread
