@@ -99,7 +99,7 @@ def assess(text: str) -> tuple[bool, float, str, list[str]]:
         return True, 0.8, "signals", sentences
     if guarded:
         return False, 0.0, "", []
-    learned = crisis_model.probability([whole, *normed] if len(normed) > 1 else [whole])
+    learned = crisis_model.probability([whole])  # trained on whole messages, so scored on them
     if learned is not None and learned[0] >= learned[1]:
         return True, round(learned[0], 3), "model", sentences
     if not _cues().search(whole):
