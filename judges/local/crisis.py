@@ -54,14 +54,16 @@ def _fix_word(match: re.Match[str]) -> str:
     return next((t for t in _fuzzy_targets() if _one_edit(word, t)), word)
 
 
-def normalise(text: str) -> str:
-    """Lower case, straight quotes, slang and misspellings rewritten, idioms removed."""
+def normalise(text: str, *, remove_idioms: bool = True) -> str:
+    """Lower case, straight quotes, slang and misspellings rewritten, idioms removed (the learned
+    layer keeps them: it has learnt idioms from the hard negatives, and cut text reads oddly)."""
     text = re.sub(r"[’‘`]", "'", text.lower())
     text = re.sub(r"[“”]", '"', text)
     text = re.sub(r"[a-z]+", _fix_word, text)
     pattern, mapping = _normaliser()
     text = pattern.sub(lambda m: mapping[m.group(1)], text)
-    text = patterns.regex("crisis", "idioms").sub(" ", text)
+    if remove_idioms:
+        text = patterns.regex("crisis", "idioms").sub(" ", text)
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -99,10 +101,14 @@ def assess(text: str) -> tuple[bool, float, str, list[str]]:
         return True, 0.8, "signals", sentences
     if guarded:
         return False, 0.0, "", []
-    learned = crisis_model.probability([whole])  # trained on whole messages, so scored on them
-    if learned is not None and learned[0] >= learned[1]:
-        return True, round(learned[0], 3), "model", sentences
-    if not _cues().search(whole):
+    cue = _cues().search(whole)
+    with_idioms = normalise(text, remove_idioms=False)
+    if cue or with_idioms == whole:  # a message whose only risk words were idioms stops here
+        # Trained on whole messages with their idioms, so scored on them.
+        learned = crisis_model.probability([with_idioms])
+        if learned is not None and learned[0] >= learned[1]:
+            return True, round(learned[0], 3), "model", sentences
+    if not cue:
         return False, 0.0, "", []
     return _embedding_layer(sentences, normed)
 

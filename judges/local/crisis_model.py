@@ -20,7 +20,7 @@ import numpy as np
 from judges.local import patterns, vectors
 
 log = logging.getLogger(__name__)
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 _lock = threading.Lock()
 _state: dict = {"model": None, "tried": False, "cache_dir": None, "train_dir": None}
 Model = tuple[np.ndarray, float, float]  # coefficients, intercept, decision threshold
@@ -37,7 +37,7 @@ def training_data(train_dir: Path) -> tuple[list[str], list[int]]:
 
     labelled: dict[str, int] = {}
     for scenario in load_scenarios(train_dir):
-        text = normalise(scenario.user)
+        text = normalise(scenario.user, remove_idioms=False)
         if text:  # a message seen as both keeps its crisis label: recall first
             labelled[text] = max(labelled.get(text, 0), int(scenario.expected == "crisis"))
     return list(labelled), list(labelled.values())
