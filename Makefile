@@ -33,7 +33,8 @@ lint: $(VENV)/.installed-dev
 
 eval: $(VENV)/.installed-runtime
 	$(BIN)/cafbot kb eval --json .cafbot/kb_eval.json
-	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json .cafbot/judges_eval.json
+	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json .cafbot/judges_test.json
+	$(BIN)/cafbot judges eval scenarios/judges/holdout --tiers 0 --json .cafbot/judges_holdout.json
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/bench_retrieval.py

@@ -155,6 +155,9 @@ class Caf(Strict):
     max_refine_rounds: int = Field(2, ge=0, le=5)
     warning_ttl_turns: int = Field(2, ge=1)
     paper_mode: bool = False
+    # A screener LLM's second look at user messages tier 0 did not call a crisis:
+    # "uncertain" (tier 0 saw some risk), "always", or "off". It can add a crisis, never remove one.
+    llm_crisis_screen: Literal["uncertain", "always", "off"] = "uncertain"
 
 
 PROFILES: dict[str, dict[str, Any]] = {

@@ -11,6 +11,7 @@ from app.graph.services import Services
 from app.models import RoleClient
 from app.models.scripted import ScriptedChatModel
 from app.session import Chatbot
+from judges.local.crisis import detect_crisis
 
 pytestmark = pytest.mark.slow
 
@@ -21,10 +22,10 @@ QUESTION = "Why does clozapine need regular blood tests?"
 def make_bot(tmp_path, default_identifier):
     bots = []
 
-    def make(*, chat=None, caf=None, **settings_values) -> Chatbot:
+    def make(*, chat=None, **settings_values) -> Chatbot:
         settings = Settings(data_dir=tmp_path / "data", **settings_values)
-        services = Services.from_settings(settings, identifier=default_identifier.with_settings(settings), chat=chat,
-                                          **({"caf": caf} if caf is not None else {}))
+        services = Services.from_settings(settings, identifier=default_identifier.with_settings(settings),
+                                          chat=chat)
         bot = Chatbot(settings, services)
         bots.append(bot)
         return bot
@@ -160,3 +161,42 @@ def test_a_conversation_survives_a_restart(tmp_path, default_identifier):
         assert second.turn == 2
         assert len(bot.messages(thread)) == 4
         assert [t.turn for t in bot.turn_log.turns(thread)] == [1, 2]
+
+
+def screener_saying(answer) -> RoleClient:
+    reply = answer if isinstance(answer, BaseException) else {"crisis": answer, "reason": "scripted"}
+    return RoleClient("screener", "scripted-screener", ScriptedChatModel(respond=lambda messages: reply))
+
+
+def test_the_screener_llm_can_add_a_crisis_that_tier_0_missed(make_bot):
+    bot = make_bot(chat=scripted_chat(), caf={"llm_crisis_screen": "always"})
+    bot.services.crisis_screener = screener_saying(True)
+    message = "My grandad keeps talking about going to see Nana soon."
+    assert not detect_crisis(message).flagged  # tier 0 alone misses it
+    trace = bot.ask(bot.new_thread(), message)
+    assert trace.route == "crisis"
+    assert [c.purpose for c in trace.model_calls] == ["tier1:crisis_input"]
+
+
+def test_the_screener_llm_cannot_remove_a_crisis_tier_0_found(make_bot):
+    bot = make_bot(chat=scripted_chat(), caf={"llm_crisis_screen": "always"})
+    screener = screener_saying(False)
+    bot.services.crisis_screener = screener
+    trace = bot.ask(bot.new_thread(), "i want to kill myself tonight")
+    assert trace.route == "crisis" and screener.llm.prompts == []  # not even asked
+
+
+def test_a_failing_crisis_screen_keeps_tier_0_and_says_so(make_bot):
+    bot = make_bot(caf={"llm_crisis_screen": "always"})
+    bot.services.crisis_screener = screener_saying(TimeoutError("timed out"))
+    trace = bot.ask(bot.new_thread(), QUESTION)
+    assert trace.route == "answer"
+    assert any("crisis screen failed" in e for e in trace.errors)
+
+
+def test_a_plain_question_costs_no_crisis_screen_call(make_bot):
+    bot = make_bot()  # the default mode: only messages tier 0 is unsure about
+    screener = screener_saying(True)
+    bot.services.crisis_screener = screener
+    trace = bot.ask(bot.new_thread(), QUESTION)
+    assert trace.route == "answer" and screener.llm.prompts == []

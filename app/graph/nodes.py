@@ -21,6 +21,7 @@ from app.input import clean_message
 from app.models import call_text
 from app.prompts import chat_system_prompt, crisis_reply, reply, topics_list
 from app.retrieval import Candidate, Identification
+from judges.crisis_screen import needs_second_look, second_look
 from judges.local.crisis import detect_crisis
 from judges.local.text import citations_in
 
@@ -70,6 +71,16 @@ class AnswerNodes:
         else:
             crisis = detect_crisis(cleaned.text)
             screen.crisis_score, screen.crisis_evidence = crisis.score, crisis.sentences
+            screener, mode = self.services.crisis_screener, self.settings.caf.llm_crisis_screen
+            if screener is not None and needs_second_look(crisis, mode):
+                is_crisis, reason, call = second_look(screener, cleaned.text)
+                if call is not None:
+                    trace.model_calls.append(call)
+                if is_crisis:
+                    screen.crisis_evidence = [reason or "the crisis screener's judgement"]
+                elif call is None or not call.ok:
+                    trace.errors.append(reason)
+                crisis = crisis.model_copy(update={"flagged": crisis.flagged or is_crisis})
             if crisis.flagged:
                 screen.route = "crisis"
             elif not cleaned.likely_english:

@@ -18,6 +18,7 @@ class Services:
     embed: Embed
     chat: RoleClient | None = None
     caf: Any = None  # judges.filter.CriticalAnalysisFilter; None: the filter is switched off
+    crisis_screener: RoleClient | None = None  # the LLM's second look at uncertain user messages
     extras: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -31,6 +32,8 @@ class Services:
 
         identifier = overrides.pop("identifier", None) or open_identifier(settings, show_progress=show_progress)
         chat = overrides.pop("chat") if "chat" in overrides else model_for("chat", settings)
+        if "crisis_screener" not in overrides and settings.caf.tiers and 1 in settings.caf.tiers:
+            overrides["crisis_screener"] = model_for("screener", settings)
         if "caf" in overrides:
             caf = overrides.pop("caf")
         else:
