@@ -13,12 +13,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.errors import ConfigError
 from judges.schema import Expected, SourceText, Turn
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "judges"
 
 
-class ScenarioError(ValueError):
+class ScenarioError(ConfigError, ValueError):
     """A scenario file is unreadable or a line is not a valid scenario; names file and line."""
 
 

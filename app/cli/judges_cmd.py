@@ -79,17 +79,12 @@ def eval_judges(
 
 
 def _expand(paths: list[Path]) -> list[Path]:
-    expanded: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            expanded += sorted(path.glob("*.jsonl"))
-        elif path.is_file():
-            expanded.append(path)
-        else:
-            raise ConfigError(f"{path}: no such scenario file or folder")
-    if not expanded:
+    from judges.scenarios import scenario_files
+
+    files = scenario_files(paths)
+    if not files:
         raise ConfigError(f"no .jsonl scenario files in {', '.join(map(str, paths))}")
-    return expanded
+    return files
 
 
 def _print(report, paths: list[Path], tiers: str) -> None:

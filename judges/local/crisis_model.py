@@ -9,8 +9,6 @@ in memory and, when a cache folder is configured, on disk keyed by a hash of the
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from judges.local import patterns, vectors
+from judges.local.fitted import cache_file, load_or_fit
 
 log = logging.getLogger(__name__)
 FEATURE_VERSION = 2
@@ -92,15 +91,10 @@ def model() -> Model | None:
         try:
             if vectors.enabled() and train_dir.is_dir():
                 texts, labels = training_data(train_dir)
-                cache = _cache_path(Path(_state["cache_dir"]), texts, labels) if _state["cache_dir"] else None
-                if cache is not None and cache.is_file():
-                    saved = np.load(cache)
-                    fitted = (saved["coef"], float(saved["intercept"]), float(saved["threshold"]))
-                else:
-                    fitted = train(texts, labels)
-                    if fitted is not None and cache is not None:
-                        cache.parent.mkdir(parents=True, exist_ok=True)
-                        np.savez(cache, coef=fitted[0], intercept=fitted[1], threshold=fitted[2])
+                key = [FEATURE_VERSION, texts, labels, patterns.data()["thresholds"]["crisis"]]
+                arrays = load_or_fit(cache_file(_state["cache_dir"], "crisis", key),
+                                     lambda: train(texts, labels))
+                fitted = (arrays[0], float(arrays[1]), float(arrays[2])) if arrays is not None else None
         except Exception as error:  # the patterns still stand without this layer
             log.warning("crisis classifier unavailable, patterns only: %s", error)
             fitted = None
@@ -118,9 +112,3 @@ def probability(texts: list[str]) -> tuple[float, float] | None:
         return None
     coef, intercept, threshold = fitted
     return float(_probability(embedded, coef, intercept).max()), threshold
-
-
-def _cache_path(cache_dir: Path, texts: list[str], labels: list[int]) -> Path:
-    key = json.dumps([FEATURE_VERSION, texts, labels, patterns.data()["thresholds"]["crisis"]],
-                     sort_keys=True)
-    return cache_dir / f"crisis-{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz"

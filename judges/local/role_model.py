@@ -12,8 +12,6 @@ configured, on disk keyed by a hash of the training data.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 from pathlib import Path
@@ -21,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from judges.local import patterns, vectors
+from judges.local.fitted import cache_file, load_or_fit
 from judges.local.kinds import kind
 from judges.local.text import citations_in, split_sentences, words
 
@@ -110,13 +109,6 @@ def train(negatives: list[str], bags: list[list[str]]) -> tuple[np.ndarray, floa
     return _fit(np.vstack([x_neg, x_bag[chosen]]), np.r_[np.zeros(len(negatives)), np.ones(int(chosen.sum()))])
 
 
-def _cache_path(cache_dir: Path, negatives: list[str], bags: list[list[str]]) -> Path:
-    key = json.dumps([FEATURE_VERSION, vectors.__name__, negatives, bags,
-                      patterns.section("role_scope"), patterns.data()["thresholds"]["role_scope"]],
-                     sort_keys=True, default=str)
-    return cache_dir / f"role_scope-{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz"
-
-
 def model() -> tuple[np.ndarray, float] | None:
     """The fitted weights, trained at first use; None when there is no training data or model."""
     if _state["tried"]:
@@ -131,15 +123,11 @@ def model() -> tuple[np.ndarray, float] | None:
         try:
             if vectors.enabled() and Path(train_dir).is_dir():
                 negatives, bags = training_data(Path(train_dir))
-                cache = _cache_path(Path(_state["cache_dir"]), negatives, bags) if _state["cache_dir"] else None
-                if cache is not None and cache.is_file():
-                    saved = np.load(cache)
-                    fitted = (saved["coef"], float(saved["intercept"]))
-                else:
-                    fitted = train(negatives, bags)
-                    if fitted is not None and cache is not None:
-                        cache.parent.mkdir(parents=True, exist_ok=True)
-                        np.savez(cache, coef=fitted[0], intercept=fitted[1])
+                key = [FEATURE_VERSION, vectors.__name__, negatives, bags, patterns.section("role_scope"),
+                       patterns.data()["thresholds"]["role_scope"]]
+                arrays = load_or_fit(cache_file(_state["cache_dir"], "role_scope", key),
+                                     lambda: train(negatives, bags))
+                fitted = (arrays[0], float(arrays[1])) if arrays is not None else None
         except Exception as error:  # no classifier is a weaker check, never a broken one
             log.warning("role_scope classifier unavailable, patterns only: %s", error)
             fitted = None
