@@ -27,7 +27,7 @@ class ModelError(CafbotError):
         self.role, self.model, self.reason = role, model, reason
         self.call = None  # the failed call's record (app.models.ModelCall), when there was one
         super().__init__(
-            f"The {role} model ({model or 'unnamed'}) failed: {reason}. "
+            f"The {role} model ({model or 'unnamed'}) failed: {reason.rstrip('.')}. "
             "Check that its endpoint is running and reachable (`cafbot config show`), "
             "or switch the role off with provider = \"none\"."
         )

@@ -44,17 +44,35 @@ class Picked:
 
 
 def source_sentences(body: str) -> list[str]:
-    """A source's body as clean sentences: headings dropped, list markers and emphasis removed."""
+    """A source's body as clean sentences: headings dropped, list markers and emphasis removed.
+    A list joins the sentence that introduces it ("Common early signs include: a; b; c."), since
+    its items mean little alone."""
     sentences: list[str] = []
+    lead_in: str | None = None
+    items: list[str] = []
+
+    def close_list() -> None:
+        nonlocal lead_in, items
+        if lead_in and items:
+            sentences.append(f"{lead_in} {'; '.join(items)}.")
+        lead_in, items = None, []
+
     for line in body.splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
+        is_item = bool(_MARKUP.match(line)) and not line.lstrip().startswith("#")
         clean = _EMPHASIS.sub("", _MARKUP.sub("", line)).strip()
+        if is_item and lead_in is not None:
+            items.append(clean.rstrip(".;"))
+            continue
+        close_list()
         for sentence in split_sentences(clean):
-            # Fragments (a list item's tail, a lead-in ending with a colon) are not answers.
-            if len(sentence.split()) < 5 or sentence.endswith(":") or sentence[0].islower():
-                continue
-            sentences.append(sentence if sentence[-1] in ".!?" else sentence + ".")
+            if sentence.endswith(":"):
+                lead_in = sentence  # its list follows
+            # Fragments (a list item's tail, a lead-in with no list) are not answers.
+            elif len(sentence.split()) >= 5 and not sentence[0].islower():
+                sentences.append(sentence if sentence[-1] in ".!?" else sentence + ".")
+    close_list()
     return sentences
 
 
@@ -65,13 +83,14 @@ def _lexical(question_words: set[str], sentence: str) -> float:
 
 def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceDoc], embed: Embed,
-    max_sentences: int = 5, per_source: int = 3,
+    max_sentences: int = 5, per_source: int = 4,
 ) -> list[Picked]:
     """The best sentences for the question's parts; every part gets its best sentence first."""
     pool = [(doc.id, i, s) for doc in sources for i, s in enumerate(source_sentences(doc.body))]
     if not pool:
         return []
-    vectors = embed([s for _, _, s in pool])
+    # A joined list is scored by its introducing sentence: the items would dilute its meaning.
+    vectors = embed([s.split(": ", 1)[0] if "; " in s else s for _, _, s in pool])
     part_vectors = embed(list(questions))
     chosen: dict[tuple[str, int], Picked] = {}
     scored_parts = []
