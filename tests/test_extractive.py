@@ -1,0 +1,53 @@
+"""The grounded extractive generator: only the sources' own sentences, each cited."""
+
+import re
+
+import pytest
+
+from app.generation.extractive import SourceDoc, compose_extractive_answer, source_sentences
+from judges.local.text import citations_in, split_sentences, strip_citations
+
+SLEEP = SourceDoc("S22", "Sleep", """# Sleep
+
+## Why sleep changes
+Sleeping much less than usual can be an early warning sign of relapse.
+Some medicines make people drowsy, especially when they start.
+
+## What helps
+Good habits often help:
+
+- going to bed at the same time
+- keeping screens out of the bedroom
+- less caffeine after lunch
+
+Tell your care team if poor sleep lasts more than a week or two.
+""")
+SMOKING = SourceDoc("S23", "Diet, exercise and smoking", """# Smoking
+Smoking changes the level of some antipsychotic medicines in the blood.
+Tell your team before you stop or start smoking, so they can check your medicine.
+""")
+
+
+def test_sentences_drop_headings_and_keep_lists_with_their_lead_in():
+    sentences = source_sentences(SLEEP.body)
+    assert not any(s.startswith("#") for s in sentences)
+    assert ("Good habits often help: going to bed at the same time; keeping screens out of the "
+            "bedroom; less caffeine after lunch.") in sentences
+    assert all(len(s.split()) >= 5 for s in sentences)
+
+
+@pytest.mark.slow
+def test_every_sentence_comes_from_a_source_and_is_cited():
+    from app.retrieval import Embedder
+
+    embed = Embedder.get().encode
+    answer = compose_extractive_answer(
+        ["how can I sleep better?", "does smoking change my medicine?"], [SLEEP, SMOKING], embed)
+    body, reminder = answer.rsplit("\n\n", 1)
+    assert "care team" in reminder
+    for sentence in split_sentences(body):
+        cited = citations_in(sentence)
+        assert len(cited) == 1, sentence
+        source = {"S22": SLEEP, "S23": SMOKING}[cited[0]]
+        assert strip_citations(sentence).strip() in source_sentences(source.body)
+    assert set(re.findall(r"\[(S\d+)\]", answer)) == {"S22", "S23"}  # each part got its source
