@@ -31,7 +31,3 @@ class ModelError(CafbotError):
             "Check that its endpoint is running and reachable (`cafbot config show`), "
             "or switch the role off with provider = \"none\"."
         )
-
-
-class InputRejected(CafbotError):
-    """A user message cannot be processed as it is (empty, for example)."""

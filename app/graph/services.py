@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from app.config import Settings
@@ -19,7 +19,6 @@ class Services:
     chat: RoleClient | None = None
     caf: Any = None  # judges.filter.CriticalAnalysisFilter; None: the filter is switched off
     crisis_screener: RoleClient | None = None  # the LLM's second look at uncertain user messages
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, show_progress: bool = False, **overrides: Any) -> Services:
