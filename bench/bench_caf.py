@@ -36,7 +36,7 @@ def main(paths: list[Path]) -> None:
 
     def resolve(source_id: str) -> SourceText | None:
         source = kb.get(source_id)
-        return SourceText(id=source.id, title=source.title, text=source.body) if source else None
+        return SourceText.of(source) if source else None
 
     contexts = [(s, to_context(s, resolve)) for s in scenarios]
     expected_by_draft = {ctx.draft: s.expected for s, ctx in contexts}

@@ -43,7 +43,7 @@ def resolver():
 
             cache["kb"] = load_knowledge_base(DEFAULT_KNOWLEDGE_BASE)
         source = cache["kb"].get(source_id)
-        return None if source is None else SourceText(id=source.id, title=source.title, text=source.body)
+        return None if source is None else SourceText.of(source)
 
     return resolve
 

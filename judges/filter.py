@@ -12,7 +12,7 @@ from app.errors import ModelError
 from app.models import ModelCall, RoleClient, model_for
 from judges.cascade import Cascade, CascadeResult
 from judges.refiner import refine
-from judges.schema import CafReport, DraftContext, SourceText, Turn
+from judges.schema import CafReport, DraftContext, Turn
 
 if TYPE_CHECKING:
     from app.graph.nodes import AnswerNodes
@@ -94,8 +94,7 @@ class CriticalAnalysisFilter:
 def draft_context(state: ChatState, nodes: AnswerNodes) -> DraftContext:
     from langchain_core.messages import HumanMessage
 
-    sources = [SourceText(id=d.id, title=d.title, text=d.body)
-               for sid in state.get("prompt_source_ids") or [] if (d := nodes.services.source_doc(sid))]
+    sources = [d for sid in state.get("prompt_source_ids") or [] if (d := nodes.services.source_text(sid))]
     history = [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
                for m in state.get("messages", [])[-6:]]
     return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources, history=history)

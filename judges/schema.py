@@ -20,6 +20,11 @@ class SourceText(Strict):
     title: str = ""
     text: str
 
+    @classmethod
+    def of(cls, source) -> SourceText:
+        """From a knowledge-base source (anything with id, title and body)."""
+        return cls(id=source.id, title=source.title, text=source.body)
+
 
 class Turn(Strict):
     role: Literal["user", "assistant"]

@@ -4,10 +4,11 @@ import re
 
 import pytest
 
-from app.generation.extractive import SourceDoc, compose_extractive_answer, source_sentences
+from app.generation.extractive import compose_extractive_answer, source_sentences
 from judges.local.text import citations_in, split_sentences, strip_citations
+from judges.schema import SourceText
 
-SLEEP = SourceDoc("S22", "Sleep", """# Sleep
+SLEEP = SourceText(id="S22", title="Sleep", text="""# Sleep
 
 ## Why sleep changes
 Sleeping much less than usual can be an early warning sign of relapse.
@@ -22,14 +23,14 @@ Good habits often help:
 
 Tell your care team if poor sleep lasts more than a week or two.
 """)
-SMOKING = SourceDoc("S23", "Diet, exercise and smoking", """# Smoking
+SMOKING = SourceText(id="S23", title="Diet, exercise and smoking", text="""# Smoking
 Smoking changes the level of some antipsychotic medicines in the blood.
 Tell your team before you stop or start smoking, so they can check your medicine.
 """)
 
 
 def test_sentences_drop_headings_and_keep_lists_with_their_lead_in():
-    sentences = source_sentences(SLEEP.body)
+    sentences = source_sentences(SLEEP.text)
     assert not any(s.startswith("#") for s in sentences)
     assert ("Good habits often help: going to bed at the same time; keeping screens out of the "
             "bedroom; less caffeine after lunch.") in sentences
@@ -49,5 +50,5 @@ def test_every_sentence_comes_from_a_source_and_is_cited():
         cited = citations_in(sentence)
         assert len(cited) == 1, sentence
         source = {"S22": SLEEP, "S23": SMOKING}[cited[0]]
-        assert strip_citations(sentence).strip() in source_sentences(source.body)
+        assert strip_citations(sentence).strip() in source_sentences(source.text)
     assert set(re.findall(r"\[(S\d+)\]", answer)) == {"S22", "S23"}  # each part got its source

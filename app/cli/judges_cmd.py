@@ -65,7 +65,7 @@ def eval_judges(
 
     def resolve(source_id: str) -> SourceText | None:
         source = kb.get(source_id)
-        return SourceText(id=source.id, title=source.title, text=source.body) if source else None
+        return SourceText.of(source) if source else None
 
     with local_server_if_needed(settings):
         cascade = Cascade(screener=model_for("screener", settings), judge=model_for("judge", settings),

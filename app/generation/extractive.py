@@ -15,6 +15,7 @@ import numpy as np
 
 from app.prompts import reply
 from judges.local.text import split_sentences
+from judges.schema import SourceText
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -26,13 +27,6 @@ _DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|s
 _STOP = frozenset(
     ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "is", "it", "its", "my", "of", "on", "or", "so", "that", "the", "their", "them", "they", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your"]
 )
-
-
-@dataclass(frozen=True)
-class SourceDoc:
-    id: str
-    title: str
-    body: str
 
 
 @dataclass(frozen=True)
@@ -82,11 +76,11 @@ def _lexical(question_words: set[str], sentence: str) -> float:
 
 
 def pick_sentences(
-    questions: Sequence[str], sources: Sequence[SourceDoc], embed: Embed,
+    questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
     max_sentences: int = 5, per_source: int = 4,
 ) -> list[Picked]:
     """The best sentences for the question's parts; every part gets its best sentence first."""
-    pool = [(doc.id, i, s) for doc in sources for i, s in enumerate(source_sentences(doc.body))]
+    pool = [(doc.id, i, s) for doc in sources for i, s in enumerate(source_sentences(doc.text))]
     if not pool:
         return []
     # A joined list is scored by its introducing sentence: the items would dilute its meaning.
@@ -119,7 +113,7 @@ def pick_sentences(
 
 
 def compose_extractive_answer(
-    questions: Sequence[str], sources: Sequence[SourceDoc], embed: Embed, max_sentences: int = 5
+    questions: Sequence[str], sources: Sequence[SourceText], embed: Embed, max_sentences: int = 5
 ) -> str:
     """Readable order: sources in the order given (best first), sentences in their own order."""
     picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences)

@@ -118,15 +118,15 @@ class AnswerNodes:
                   if last >= turn - prompting.keep_sources_for_turns and sid not in chosen]
         included, dropped, budget = [], [], prompting.source_token_budget
         for sid in [*chosen, *recent]:
-            doc = self.services.source_doc(sid)
-            cost = _tokens(doc.body) if doc else 0
+            doc = self.services.source_text(sid)
+            cost = _tokens(doc.text) if doc else 0
             if doc and (cost <= budget or not included):  # the best source always goes in
                 included.append(doc)
                 budget -= cost
             else:
                 dropped.append(sid)
         warnings = [w for w in state.get("warnings") or [] if w.active_at(turn)]
-        system = chat_system_prompt([(d.id, d.title, d.body) for d in included],
+        system = chat_system_prompt([(d.id, d.title, d.text) for d in included],
                                     [(w.rule, w.message) for w in warnings])
         history = state.get("messages", [])[-2 * prompting.history_turns:] if prompting.history_turns else []
         prompt = [SystemMessage(system), *history, HumanMessage(state["screen"].text)]
@@ -167,7 +167,7 @@ class AnswerNodes:
             if best and best not in chosen:
                 chosen.append(best)
         usable = [sid for sid in chosen if sid in state["prompt_source_ids"]] or state["prompt_source_ids"][:1]
-        docs = [d for sid in usable if (d := self.services.source_doc(sid))]
+        docs = [d for sid in usable if (d := self.services.source_text(sid))]
         return compose_extractive_answer(parts, docs, self.services.embed)
 
     @timed("critical_analysis")

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.config import Settings
-from app.generation.extractive import Embed, SourceDoc
+from app.generation.extractive import Embed
 from app.models import RoleClient, model_for
 from app.retrieval import SourceIdentifier
+from judges.schema import SourceText
 
 
 @dataclass
@@ -49,16 +50,15 @@ class Services:
         long-running session (the REPL, the app) are as fast as the later ones."""
         from app.generation.extractive import source_sentences
         from judges.local import warm_up
-        from judges.schema import SourceText
 
         sources = list(self.identifier.knowledge_base)
         self.embed([s for source in sources for s in source_sentences(source.body)])
         if self.caf is not None:
-            warm_up(SourceText(id=s.id, title=s.title, text=s.body) for s in sources)
+            warm_up(SourceText.of(s) for s in sources)
 
-    def source_doc(self, source_id: str) -> SourceDoc | None:
+    def source_text(self, source_id: str) -> SourceText | None:
         source = self.identifier.knowledge_base.get(source_id)
-        return SourceDoc(source.id, source.title, source.body) if source else None
+        return SourceText.of(source) if source else None
 
     def topic_titles(self) -> list[str]:
         return [source.title for source in self.identifier.knowledge_base]
