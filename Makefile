@@ -26,10 +26,12 @@ demo: $(VENV)/.installed-runtime
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/pytest
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 eval: $(VENV)/.installed-runtime
 	$(BIN)/cafbot kb eval --json .cafbot/kb_eval.json

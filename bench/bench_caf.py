@@ -13,20 +13,24 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import DEFAULT_KNOWLEDGE_BASE, REPO_ROOT
+from app.core.config import DEFAULT_KNOWLEDGE_BASE, REPO_ROOT
+from app.core.embeddings import Embedder
+from app.core.models import RoleClient
+from app.core.models.scripted import ScriptedChatModel
+from app.core.records import SourceText
+from app.core.stats import percentile
 from app.kb import load_knowledge_base
-from app.models import RoleClient
-from app.models.scripted import ScriptedChatModel
 from judges.cascade import Cascade
 from judges.evaluate import to_context
+from judges.local import Resources
 from judges.scenarios import load_scenarios
-from judges.schema import SourceText
 
 
 def main(paths: list[Path]) -> None:
@@ -49,13 +53,14 @@ def main(paths: list[Path]) -> None:
     def client(role: str) -> RoleClient:
         return RoleClient(role, f"scripted-{role}", ScriptedChatModel(respond=perfect_screener))
 
-    tier0 = Cascade(tiers=(0,))
+    resources = Resources(Embedder(), models_dir=Path(tempfile.mkdtemp()))
+    tier0 = Cascade(resources=resources, tiers=(0,))
     for _, ctx in contexts[:3]:
         tier0.run(ctx)  # warm the embedding model and the classifier
     rows = {}
     for mode, cascade in {
-        "cascade (ours)": Cascade(screener=client("screener"), judge=client("judge")),
-        "paper mode": Cascade(screener=client("screener"), judge=client("judge"), paper_mode=True),
+        "cascade (ours)": Cascade(resources=resources, screener=client("screener"), judge=client("judge")),
+        "paper mode": Cascade(resources=resources, screener=client("screener"), judge=client("judge"), paper_mode=True),
     }.items():
         benign_calls, benign_tokens, all_calls, all_tokens = [], [], [], []
         for scenario, ctx in contexts:
@@ -82,8 +87,8 @@ def main(paths: list[Path]) -> None:
     ours, paper = rows["cascade (ours)"][0], rows["paper mode"][0]
     ratio = paper / ours if ours else float("inf")
     print(f"\npaper mode needs {ratio:.1f}x the LLM judge calls of our cascade on benign traffic (target >= 5x)")
-    q = statistics.quantiles(latencies, n=100, method="inclusive")
-    print(f"CAF latency added per passing turn (tier 0, offline): p50 {q[49]:.1f} ms, p95 {q[94]:.1f} ms")
+    print(f"CAF latency added per passing turn (tier 0, offline): p50 {percentile(latencies, 50):.1f} ms, "
+          f"p95 {percentile(latencies, 95):.1f} ms")
 
 
 if __name__ == "__main__":

@@ -23,10 +23,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.embeddings import Embedder
+from app.core.models import RoleClient
+from app.core.models.scripted import ScriptedChatModel
+from app.core.records import CafMode
+from app.core.stats import percentile
 from app.graph.services import Services
-from app.models import RoleClient
-from app.models.scripted import ScriptedChatModel
 from app.retrieval import open_identifier
 from app.session import Chatbot
 
@@ -40,16 +43,12 @@ QUESTIONS = [
 ]
 
 
-def pct(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
-
-
-def run(bot: Chatbot, turns: int) -> list[dict]:
+def run(bot: Chatbot, turns: int, caf: CafMode = "on") -> list[dict]:
     thread = bot.new_thread(label="bench")
     rows = []
     for i in range(turns):
         started = time.perf_counter()
-        trace = bot.ask(thread, QUESTIONS[i % len(QUESTIONS)])
+        trace = bot.ask(thread, QUESTIONS[i % len(QUESTIONS)], caf=caf)
         total = (time.perf_counter() - started) * 1000
         identify = trace.identification.latency_ms if trace.identification else 0.0
         model = sum(c.latency_ms for c in trace.model_calls)
@@ -64,13 +63,16 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp))
-        identifier = open_identifier(settings)
+        embedder = Embedder()
+        identifier = open_identifier(settings, embedder)
         reply = "Clozapine needs regular blood tests [S11]. Please check with your care team."
         chat = RoleClient("chat", "scripted", ScriptedChatModel(respond=lambda messages: reply))
-        scripted = Chatbot(settings, Services.from_settings(settings, identifier=identifier, chat=chat, caf=None))
-        overhead_rows = run(scripted, args.turns)
+        scripted = Chatbot(settings, Services.from_settings(settings, identifier=identifier, embedder=embedder,
+                                                            chat=chat))
+        overhead_rows = run(scripted, args.turns, caf="off")
         scripted.close()
-        offline = Chatbot(settings, Services.from_settings(settings, identifier=identifier, chat=None))
+        offline = Chatbot(settings, Services.from_settings(settings, identifier=identifier, embedder=embedder,
+                                                           chat=None))
         offline_rows = run(offline, args.turns)
         offline.close()
 
@@ -84,7 +86,7 @@ def main() -> None:
     ]
     print(f"{'measure (ms)':55} {'p50':>8} {'p95':>8} {'mean':>8}")
     for name, values in table:
-        print(f"{name:55} {pct(values, 50):8.1f} {pct(values, 95):8.1f} {statistics.mean(values):8.1f}")
+        print(f"{name:55} {percentile(values, 50):8.1f} {percentile(values, 95):8.1f} {statistics.mean(values):8.1f}")
     print(f"\n{len(overhead_rows)} turns each; target: graph overhead under 30 ms per turn.")
 
 

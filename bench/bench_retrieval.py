@@ -16,7 +16,6 @@ import hashlib
 import os
 import random
 import re
-import statistics
 import sys
 import tempfile
 import time
@@ -31,10 +30,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from app.config import DEFAULT_KNOWLEDGE_BASE, REPO_ROOT, Settings
+from app.core.config import DEFAULT_KNOWLEDGE_BASE, REPO_ROOT, Settings
+from app.core.embeddings import Embedder
+from app.core.stats import percentile
 from app.kb.loader import KnowledgeBase, load_knowledge_base
 from app.kb.schema import Source
-from app.retrieval import Embedder, SourceIdentifier
+from app.retrieval import SourceIdentifier
 from app.retrieval.evaluate import load_questions
 from app.retrieval.index import ChunkIndex
 
@@ -103,7 +104,7 @@ def measure(name: str, kb: KnowledgeBase, settings: Settings, embedder, question
     ChunkIndex(kb, settings, embedder=embedder).sync()
     reopen = time.perf_counter() - started
     identifier = SourceIdentifier(kb, index, settings)
-    Embedder.get().clear_cache()  # every question embedded afresh, as a new user message would be
+    getattr(embedder, "real", embedder).clear_cache()  # every question embedded afresh, as a new user message would be
     identifier.identify("a warm-up question that is not in the set")
     timings = []
     for question in questions:
@@ -112,7 +113,7 @@ def measure(name: str, kb: KnowledgeBase, settings: Settings, embedder, question
         timings.append((time.perf_counter() - t) * 1000)
     return {"name": name, "sources": len(kb), "chunks": report.chunks, "build_s": build,
             "bm25_and_chunking_s": opened, "reopen_s": reopen,
-            "p50": statistics.median(timings), "p95": float(np.percentile(timings, 95)),
+            "p50": percentile(timings, 50), "p95": percentile(timings, 95),
             "rss": rss_mb(), "questions": len(timings)}
 
 
@@ -124,7 +125,7 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    embedder = Embedder.get()
+    embedder = Embedder()
     load_s = time.perf_counter() - started
     baseline = rss_mb()
     real = load_knowledge_base(DEFAULT_KNOWLEDGE_BASE)

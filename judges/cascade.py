@@ -17,12 +17,13 @@ from pathlib import Path
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from app.errors import ModelError
-from app.models import RoleClient, call_structured
-from judges.local import run_local_checks
+from app.core.errors import ModelError
+from app.core.models import RoleClient, call_structured
+from app.core.records import VERDICT_ORDER, Judgement, Verdict
+from judges.local import Resources, run_local_checks
 from judges.registry import JudgeDefinition, load_judges
 from judges.rules import load_rules
-from judges.schema import VERDICT_ORDER, DraftContext, Finding, Judgement, JudgeVerdict, Verdict
+from judges.schema import DraftContext, Finding, JudgeVerdict
 
 PROMPTS = Path(__file__).with_name("prompts")
 
@@ -59,30 +60,38 @@ class CascadeResult:
         return sum(j.input_tokens + j.output_tokens for j in self.judgements)
 
     @property
+    def passed(self) -> bool:
+        """Deliverable: every judge's last word is pass or warn, and the top tier did not fail."""
+        return self.verdict != "reject" and not self.failed_closed
+
+    @property
     def flagged_by(self) -> list[str]:
         return [name for name, j in self.final.items() if j.verdict != "pass"]
 
 
 class Cascade:
-    def __init__(self, judges: Iterable[JudgeDefinition] | None = None, *,
+    def __init__(self, judges: Iterable[JudgeDefinition] | None = None, *, resources: Resources,
                  screener: RoleClient | None = None, judge: RoleClient | None = None,
                  tiers: Iterable[int] = (0, 1, 2), paper_mode: bool = False):
         self.judges = tuple(judges) if judges is not None else load_judges()
+        self.resources = resources
         self.tiers = set(tiers)
         self.llm_tiers = {1: screener, 2: judge}
         self.paper_mode = paper_mode
 
-    def run(self, ctx: DraftContext) -> CascadeResult:
+    def run(self, ctx: DraftContext, *, tiers: Iterable[int] | None = None) -> CascadeResult:
+        """Judge one draft. `tiers` narrows the configured tiers for this call only."""
+        active = self.tiers if tiers is None else self.tiers & set(tiers)
         applied = [j for j in self.judges if j.applies_to(ctx)]
         result = CascadeResult(verdict="pass", applied=[j.name for j in applied])
         pending = applied
-        if 0 in self.tiers:
+        if 0 in active:
             pending = self._tier0(ctx, applied, result)
         if self.paper_mode:
             pending = applied
         for tier in (1, 2):
             client = self.llm_tiers[tier]
-            if tier not in self.tiers or client is None or not pending:
+            if tier not in active or client is None or not pending:
                 continue
             result.escalated = True
             pending, errors = self._llm_tier(tier, client, ctx, pending, result)
@@ -97,7 +106,7 @@ class Cascade:
     def _tier0(self, ctx: DraftContext, applied: list[JudgeDefinition], result: CascadeResult) -> list[JudgeDefinition]:
         started = time.perf_counter()
         needed = sorted({c for j in applied for c in j.local_checks})
-        findings = {f.check: f for f in run_local_checks(ctx, needed)}
+        findings = {f.check: f for f in run_local_checks(ctx, self.resources, needed)}
         per_judge_ms = (time.perf_counter() - started) * 1000 / max(1, len(applied))
         flagged = []
         for judge in applied:

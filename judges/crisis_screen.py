@@ -9,8 +9,9 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from app.errors import ModelError
-from app.models import ModelCall, RoleClient, call_structured
+from app.core.errors import ModelError
+from app.core.models import RoleClient, call_structured
+from app.core.records import ModelCall
 from judges.local import patterns
 from judges.schema import Finding
 

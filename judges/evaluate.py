@@ -3,17 +3,18 @@ the chatbot uses, and its verdict is compared with the expected one."""
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from app.core.records import SourceText, Turn
+from app.core.stats import percentile
 from judges.cascade import Cascade
 from judges.local.crisis import detect_crisis
 from judges.scenarios import Scenario
-from judges.schema import DraftContext, SourceText, Turn
+from judges.schema import DraftContext
 
 ResolveSource = Callable[[str], SourceText | None]
 
@@ -64,7 +65,7 @@ def judge_scenario(scenario: Scenario, cascade: Cascade, resolve: ResolveSource)
     """What the chatbot would do: crisis input goes to the crisis route; anything else is judged."""
     started = time.perf_counter()
     ctx = to_context(scenario, resolve)
-    if detect_crisis(ctx.user).flagged:
+    if detect_crisis(ctx.user, cascade.resources).flagged:
         return ScenarioResult(id=scenario.id, expected=scenario.expected, verdict="crisis",
                               flagged_by=["crisis"], rule=scenario.rule,
                               latency_ms=(time.perf_counter() - started) * 1000)
@@ -83,14 +84,6 @@ def evaluate(scenarios: list[Scenario], cascade: Cascade, resolve: ResolveSource
 
 def _ratio(numerator: int, denominator: int) -> float:
     return round(numerator / denominator, 4) if denominator else 0.0
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    if len(values) == 1:
-        return round(values[0], 2)
-    return round(statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1], 2)
 
 
 def summarise(results: list[ScenarioResult]) -> EvalReport:
@@ -121,8 +114,8 @@ def summarise(results: list[ScenarioResult]) -> EvalReport:
         escalation_rate=_ratio(sum(r.escalated for r in results), len(results)),
         llm_calls_per_scenario=round(sum(r.llm_calls for r in results) / (len(results) or 1), 3),
         llm_tokens_per_scenario=round(sum(r.llm_tokens for r in results) / (len(results) or 1), 1),
-        latency_ms_p50=_percentile(latencies, 50),
-        latency_ms_p95=_percentile(latencies, 95),
+        latency_ms_p50=round(percentile(latencies, 50), 2),
+        latency_ms_p95=round(percentile(latencies, 95), 2),
         per_rule=per_rule,
         per_scenario=results,
     )

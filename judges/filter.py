@@ -1,22 +1,24 @@
-"""The Critical Analysis Filter as the answer graph uses it: judge, then deliver, warn, refine or
-fall back. It fails closed: a draft that is rejected, or that no judge could check, is never
-delivered; the grounded extractive answer goes out instead."""
+"""The Critical Analysis Filter: judge a draft, then pass, warn, refine or fall back, and say so in
+a typed `FilterOutcome`. The caller (the answer graph) applies the outcome; the filter knows
+nothing of the graph.
+
+It fails closed: `outcome.text` is always a text the cascade passed (or warned on) in this call.
+A rejected draft, a draft no judge could check, and a fallback identical to a rejected draft are
+never returned; when nothing passes, `text` is None and the caller sends a fixed reply.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
 
-from app.config import Settings
-from app.errors import ModelError
-from app.models import ModelCall, RoleClient, model_for
+from app.core.config import Settings
+from app.core.errors import ModelError
+from app.core.models import RoleClient, model_for
+from app.core.records import CafMode, CafReport, Judgement, ModelCall, PendingWarning
 from judges.cascade import Cascade, CascadeResult
+from judges.local import Resources
 from judges.refiner import refine
-from judges.schema import CafReport, DraftContext, Turn
-
-if TYPE_CHECKING:
-    from app.graph.nodes import AnswerNodes
-    from app.graph.state import ChatState, TurnTrace
+from judges.schema import DraftContext, FilterOutcome
 
 
 class CriticalAnalysisFilter:
@@ -28,87 +30,87 @@ class CriticalAnalysisFilter:
         self.warning_ttl_turns = warning_ttl_turns
 
     @classmethod
-    def from_settings(cls, settings: Settings, **clients: RoleClient | None) -> CriticalAnalysisFilter | None:
-        """None when the filter is switched off. Pass screener=, judge=, refiner= to override."""
+    def from_settings(cls, settings: Settings, resources: Resources,
+                      **clients: RoleClient | None) -> CriticalAnalysisFilter:
+        """Pass screener=, judge=, refiner= to override a role's client."""
         caf = settings.caf
-        if not caf.enabled:
-            return None
 
         def client(role: str) -> RoleClient | None:
             return clients[role] if role in clients else model_for(role, settings)
 
-        cascade = Cascade(screener=client("screener"), judge=client("judge"),
+        cascade = Cascade(resources=resources, screener=client("screener"), judge=client("judge"),
                           tiers=caf.tiers, paper_mode=caf.paper_mode)
         return cls(cascade, refiner=client("refiner"), max_refine_rounds=caf.max_refine_rounds,
                    warning_ttl_turns=caf.warning_ttl_turns)
 
-    def review(self, state: ChatState, nodes: AnswerNodes, trace: TurnTrace) -> dict[str, Any]:
-        from app.graph.state import PendingWarning
-
+    def review(self, ctx: DraftContext, *, turn: int, mode: CafMode = "on",
+               fallback: str | None = None) -> FilterOutcome:
+        """Judge `ctx.draft` (refining a rejected one when a refiner is configured); if nothing
+        passes, judge `fallback` too. `mode="tier0"` runs the local checks alone, with no model."""
+        if mode == "off":
+            raise ValueError("review() judges drafts; with the filter off the caller delivers as is")
         started = time.perf_counter()
-        ctx = draft_context(state, nodes)
-        report = CafReport()
-        answer: str | None = None
-        for round_ in range(self.max_refine_rounds + 1):
-            result = self.cascade.run(ctx)
-            _add(report, result, trace)
-            if result.failed_closed:
-                trace.errors.append("a judge at the top tier failed: the draft is not delivered")
-                break
-            if result.verdict in ("pass", "warn"):
-                answer = ctx.draft
-                break
-            if self.refiner is None or round_ == self.max_refine_rounds:
-                break
-            rejected = [j for j in result.final.values() if j.verdict == "reject"]
+        tiers = {0} if mode == "tier0" else None
+        refiner = self.refiner if mode == "on" else None
+        report, calls = CafReport(mode=mode), []
+        rejected: set[str] = set()
+        result = self._judge(ctx, tiers, report, calls)
+        rounds = 0
+        while not result.passed and refiner is not None and rounds < self.max_refine_rounds \
+                and not result.failed_closed:
+            rejected.add(ctx.draft or "")
+            failing = [j for j in result.final.values() if j.verdict == "reject"]
             try:
-                new_draft, call = refine(self.refiner, ctx, rejected)
+                new_draft, call = refine(refiner, ctx, failing)
             except ModelError as error:
-                if error.call:
-                    trace.model_calls.append(error.call)
-                trace.errors.append(str(error))
+                calls.extend([error.call] if error.call else [])
+                report.errors.append(str(error))
                 break
-            trace.model_calls.append(call)
-            report.refine_rounds += 1
+            calls.append(call)
+            rounds += 1
             ctx = ctx.model_copy(update={"draft": new_draft})
+            result = self._judge(ctx, tiers, report, calls)
+        report.refine_rounds = rounds
 
-        warnings = list(state.get("warnings") or [])
-        if answer is None:
-            answer = nodes.extractive_answer(state)
-            report.fallback_used = trace.fallback_used = True
-            report.final_verdict = "reject"
+        text: str | None = ctx.draft if result.passed else None
+        if text is None:
+            rejected.add(ctx.draft or "")
+            if result.failed_closed:
+                report.errors.append("a judge at the top tier failed: the draft is not delivered")
+            if fallback and fallback.strip() not in {r.strip() for r in rejected}:
+                result = self._judge(ctx.model_copy(update={"draft": fallback}), tiers, report, calls)
+                text = fallback if result.passed else None
+            report.fallback_used = True
+            report.final_verdict = result.verdict if text is not None else "reject"
         else:
             report.final_verdict = result.verdict
-            for judgement in result.final.values():
-                if judgement.verdict == "warn":
-                    message = judgement.reason or f"the {judgement.judge} judge raised a concern"
-                    warnings.append(PendingWarning(
-                        judge=judgement.judge, rule=judgement.rule or judgement.judge, message=message,
-                        issued_turn=state["turn"], expires_after_turn=state["turn"] + self.warning_ttl_turns))
-                    report.warnings_issued.append(message)
+        warnings = self._warnings(result, turn) if text is not None else []
+        report.warnings_issued = [w.message for w in warnings]
+        report.model_calls = calls
         report.latency_ms = (time.perf_counter() - started) * 1000
-        trace.caf = report
-        return {"answer": answer, "trace": trace, "warnings": warnings}
+        return FilterOutcome(text=text, report=report, warnings=warnings)
+
+    def _judge(self, ctx: DraftContext, tiers: set[int] | None, report: CafReport,
+               calls: list[ModelCall]) -> CascadeResult:
+        result = self.cascade.run(ctx, tiers=tiers)
+        calls.extend(_calls_of(result.judgements))
+        report.judges_applied = result.applied
+        report.judgements.extend(result.judgements)
+        report.escalated = report.escalated or result.escalated
+        report.llm_calls += result.llm_calls
+        report.llm_tokens += result.llm_tokens
+        return result
+
+    def _warnings(self, result: CascadeResult, turn: int) -> list[PendingWarning]:
+        return [PendingWarning(judge=j.judge, rule=j.rule or j.judge,
+                               message=j.reason or f"the {j.judge} judge raised a concern",
+                               issued_turn=turn, expires_after_turn=turn + self.warning_ttl_turns)
+                for j in result.final.values() if j.verdict == "warn"]
 
 
-def draft_context(state: ChatState, nodes: AnswerNodes) -> DraftContext:
-    from langchain_core.messages import HumanMessage
-
-    sources = [d for sid in state.get("prompt_source_ids") or [] if (d := nodes.services.source_text(sid))]
-    history = [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
-               for m in state.get("messages", [])[-6:]]
-    return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources, history=history)
-
-
-def _add(report: CafReport, result: CascadeResult, trace: TurnTrace) -> None:
-    for j in result.judgements:
-        if j.tier > 0:
-            trace.model_calls.append(ModelCall(
-                role="screener" if j.tier == 1 else "judge", model=j.model, purpose=f"tier{j.tier}:{j.judge}",
-                input_tokens=j.input_tokens, output_tokens=j.output_tokens, latency_ms=j.latency_ms,
-                ok=j.error is None, error=j.error))
-    report.judges_applied = result.applied
-    report.judgements.extend(result.judgements)
-    report.escalated = report.escalated or result.escalated
-    report.llm_calls += result.llm_calls
-    report.llm_tokens += result.llm_tokens
+def _calls_of(judgements: list[Judgement]) -> list[ModelCall]:
+    """The LLM judges' calls, as model-call records for the turn's cost accounting."""
+    return [ModelCall(role="screener" if j.tier == 1 else "judge", model=j.model, purpose=f"tier{j.tier}:{j.judge}",
+                      input_tokens=j.input_tokens, output_tokens=j.output_tokens, latency_ms=j.latency_ms,
+                      ok=j.error is None, error=j.error)
+            for j in judgements if j.tier > 0]

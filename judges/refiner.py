@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from app.models import ModelCall, RoleClient, call_text
+from app.core.models import RoleClient, call_text
+from app.core.records import Judgement, ModelCall
 from judges.cascade import _template, judged_material
 from judges.rules import load_rules
-from judges.schema import DraftContext, Judgement
+from judges.schema import DraftContext
 
 
 def criticism(judgements: list[Judgement]) -> str:

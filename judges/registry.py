@@ -9,12 +9,13 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.errors import ConfigError
+from app.core.errors import ConfigError
+from app.core.records import Verdict
+from app.core.text import citations_in
 from judges.local import LOCAL_CHECKS
 from judges.local.patterns import words_regex
-from judges.local.text import citations_in
 from judges.rules import load_rules
-from judges.schema import DraftContext, Verdict
+from judges.schema import DraftContext
 
 DEFINITIONS_DIR = Path(__file__).with_name("definitions")
 AppliesWhen = Literal["always", "has_draft", "cites_sources", "mentions_medicine", "user_message"]

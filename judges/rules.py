@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.errors import ConfigError
+from app.core.errors import ConfigError
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 

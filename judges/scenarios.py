@@ -13,8 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.errors import ConfigError
-from judges.schema import Expected, SourceText, Turn
+from app.core.errors import ConfigError
+from app.core.records import SourceText, Turn
+from judges.schema import Expected
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "judges"
 

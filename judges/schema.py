@@ -1,37 +1,19 @@
-"""Typed data the CAF passes around: what is judged, what a check found, what a judge decided."""
+"""Typed data the CAF passes around: what is judged, what a check found, what an LLM judge must
+answer, and what the filter decided. Records shared with other layers (judgements, the filter's
+report, source texts) live in `app.core.records`."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-Verdict = Literal["pass", "warn", "reject"]
+from app.core.records import CafReport, PendingWarning, Record, SourceText, Turn, Verdict
+
 Expected = Literal["pass", "warn", "reject", "crisis"]
-VERDICT_ORDER: dict[str, int] = {"pass": 0, "warn": 1, "reject": 2}
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SourceText(Strict):
-    id: str
-    title: str = ""
-    text: str
-
-    @classmethod
-    def of(cls, source) -> SourceText:
-        """From a knowledge-base source (anything with id, title and body)."""
-        return cls(id=source.id, title=source.title, text=source.body)
-
-
-class Turn(Strict):
-    role: Literal["user", "assistant"]
-    content: str
-
-
-class DraftContext(Strict):
+class DraftContext(Record):
     """Everything a judge may look at for one draft."""
 
     user: str
@@ -43,7 +25,7 @@ class DraftContext(Strict):
         return next((s for s in self.sources if s.id == source_id), None)
 
 
-class Finding(Strict):
+class Finding(Record):
     """What one tier-0 local check found. `score` is 0 (clean) to 1 (certain violation)."""
 
     check: str
@@ -57,7 +39,7 @@ class Finding(Strict):
     certain: bool = False
 
 
-class JudgeVerdict(Strict):
+class JudgeVerdict(Record):
     """A judge's decision. This structure is also what LLM judges must return."""
 
     verdict: Verdict = Field(description="pass, warn (deliver but warn the chatbot) or reject")
@@ -67,34 +49,15 @@ class JudgeVerdict(Strict):
     suggested_fix: str = Field(default="", description="how to rewrite the draft to comply")
 
 
-class Judgement(Strict):
-    """One judge's decision at one tier, as recorded in the turn trace."""
+class FilterOutcome(Record):
+    """The filter's decision on one turn's draft. `text` is what may be delivered: a draft the
+    filter passed (or warned on) in this turn, or None when nothing passed; the caller then
+    delivers a fixed reply, never an unchecked text."""
 
-    judge: str
-    tier: int
-    verdict: Verdict
-    model: str = ""  # the LLM that judged (tiers 1 and 2)
-    rule: str = ""
-    reason: str = ""
-    offending: list[str] = Field(default_factory=list)
-    suggested_fix: str = ""
-    score: float | None = None  # tier 0's score
-    error: str | None = None  # the judge failed (timeout, error, malformed): counted as a flag
-    latency_ms: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    text: str | None
+    report: CafReport
+    warnings: list[PendingWarning] = Field(default_factory=list)  # issued this turn
 
-
-class CafReport(Strict):
-    """What the filter did with one turn's draft(s)."""
-
-    judges_applied: list[str] = Field(default_factory=list)
-    judgements: list[Judgement] = Field(default_factory=list)
-    final_verdict: Verdict | Literal["crisis"] = "pass"
-    refine_rounds: int = 0
-    fallback_used: bool = False
-    warnings_issued: list[str] = Field(default_factory=list)
-    escalated: bool = False
-    llm_calls: int = 0
-    llm_tokens: int = 0
-    latency_ms: float = 0.0
+    @property
+    def delivered(self) -> bool:
+        return self.text is not None

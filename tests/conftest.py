@@ -49,7 +49,7 @@ def _isolated_cwd(tmp_path, monkeypatch):
 
 @pytest.fixture
 def settings(tmp_path):
-    from app.config import Settings
+    from app.core.config import Settings
 
     return Settings(data_dir=tmp_path / "data")
 
@@ -61,8 +61,56 @@ def shared_data_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def default_identifier(shared_data_dir):
-    from app.config import Settings
+def embedder():
+    """The real MiniLM embedder, loaded once for the session (slow tests only)."""
+    from app.core.embeddings import Embedder
+
+    return Embedder()
+
+
+@pytest.fixture(scope="session")
+def embedding_resources(embedder, tmp_path_factory):
+    """Tier-0 resources with the real embedder and learned checks (trained once per session)."""
+    from judges.local import Resources
+
+    return Resources(embedder, models_dir=tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="session")
+def default_identifier(shared_data_dir, embedder):
+    from app.core.config import Settings
     from app.retrieval import open_identifier
 
-    return open_identifier(Settings(data_dir=shared_data_dir))
+    return open_identifier(Settings(data_dir=shared_data_dir), embedder)
+
+
+@pytest.fixture(scope="session")
+def knowledge_base():
+    from app.core.config import DEFAULT_KNOWLEDGE_BASE
+    from app.kb.loader import load_knowledge_base
+
+    return load_knowledge_base(DEFAULT_KNOWLEDGE_BASE)
+
+
+@pytest.fixture
+def fast_bot(tmp_path, knowledge_base):
+    """Chatbots over the real graph, filter, checkpointer and store, with the hashing embedder and
+    the keyword identifier instead of MiniLM and the index: whole turns in milliseconds."""
+    from app.core.config import Settings
+    from app.graph.services import Services
+    from app.session import Chatbot
+    from tests.fakes import HashingEmbedder, KeywordIdentifier
+
+    bots = []
+
+    def make(*, chat=None, data_dir=None, **settings_values):
+        settings = Settings(data_dir=data_dir or tmp_path / "data", **settings_values)
+        services = Services.from_settings(settings, embedder=HashingEmbedder(),
+                                          identifier=KeywordIdentifier(knowledge_base), chat=chat)
+        bot = Chatbot(settings, services)
+        bots.append(bot)
+        return bot
+
+    yield make
+    for bot in bots:
+        bot.close()

@@ -7,10 +7,11 @@ import threading
 
 import pytest
 
-from app.models import RoleClient
-from app.models.scripted import ScriptedChatModel
+from app.core.models import RoleClient
+from app.core.models.scripted import ScriptedChatModel
+from app.core.records import SourceText
 from judges.cascade import Cascade
-from judges.schema import DraftContext, SourceText
+from judges.schema import DraftContext
 
 pytestmark = pytest.mark.slow  # tier 0's grounding check loads the embedding model
 
@@ -45,16 +46,16 @@ def judge_named(messages) -> str:
     return messages[0].content.split('"')[1]  # judge.md opens with: You are the "<name>" judge
 
 
-def test_a_benign_draft_costs_no_llm_call():
+def test_a_benign_draft_costs_no_llm_call(embedding_resources):
     screener, judge = scripted("screener", verdict("pass")), scripted("judge", verdict("pass"))
-    result = Cascade(screener=screener, judge=judge).run(BENIGN)
+    result = Cascade(resources=embedding_resources, screener=screener, judge=judge).run(BENIGN)
     assert result.verdict == "pass", result.final
     assert screener.llm.prompts == [] and judge.llm.prompts == []
 
 
-def test_only_flagged_judges_reach_the_screener_and_its_pass_clears_them():
+def test_only_flagged_judges_reach_the_screener_and_its_pass_clears_them(embedding_resources):
     screener, judge = scripted("screener", verdict("pass")), scripted("judge", verdict("pass"))
-    result = Cascade(screener=screener, judge=judge).run(BAD)
+    result = Cascade(resources=embedding_resources, screener=screener, judge=judge).run(BAD)
     flagged_at_0 = {j.judge for j in result.judgements if j.tier == 0 and j.verdict != "pass"}
     asked_at_1 = {judge_named(p) for p in screener.llm.prompts}
     assert flagged_at_0 and asked_at_1 == flagged_at_0
@@ -63,31 +64,31 @@ def test_only_flagged_judges_reach_the_screener_and_its_pass_clears_them():
     assert result.flagged_by == ["source_fidelity"]  # only the exact citation fact survives
 
 
-def test_no_llm_can_clear_a_citation_to_a_source_that_was_not_given():
+def test_no_llm_can_clear_a_citation_to_a_source_that_was_not_given(embedding_resources):
     screener, judge = scripted("screener", verdict("pass")), scripted("judge", verdict("pass"))
-    result = Cascade(screener=screener, judge=judge).run(BAD)  # BAD cites S99, not provided
+    result = Cascade(resources=embedding_resources, screener=screener, judge=judge).run(BAD)  # BAD cites S99, not provided
     assert screener.llm.prompts  # the screener was asked and said pass…
     assert result.verdict == "reject" and "source_fidelity" in result.flagged_by  # …but cannot clear it
     assert result.final["source_fidelity"].tier == 0
 
 
-def test_a_screener_flag_goes_to_the_strong_judge_which_decides():
+def test_a_screener_flag_goes_to_the_strong_judge_which_decides(embedding_resources):
     screener = scripted("screener", lambda m: verdict("reject" if judge_named(m) == "medication_safety" else "pass")(m))
     judge = scripted("judge", verdict("reject", "advises stopping a medicine"))
-    result = Cascade(screener=screener, judge=judge).run(BAD)
+    result = Cascade(resources=embedding_resources, screener=screener, judge=judge).run(BAD)
     assert [judge_named(p) for p in judge.llm.prompts] == ["medication_safety"]
     assert result.verdict == "reject" and set(result.flagged_by) == {"medication_safety", "source_fidelity"}
     assert result.final["medication_safety"].tier == 2
 
 
-def test_paper_mode_screens_every_applicable_judge():
+def test_paper_mode_screens_every_applicable_judge(embedding_resources):
     screener = scripted("screener", verdict("pass"))
-    result = Cascade(screener=screener, paper_mode=True, tiers=(0, 1)).run(BENIGN)
+    result = Cascade(resources=embedding_resources, screener=screener, paper_mode=True, tiers=(0, 1)).run(BENIGN)
     assert len(screener.llm.prompts) == len(result.applied) > 1
 
 
-def test_judges_within_a_tier_run_concurrently():
-    flagged = [j for j in Cascade(tiers=(0,)).run(BAD).judgements if j.verdict != "pass"]
+def test_judges_within_a_tier_run_concurrently(embedding_resources):
+    flagged = [j for j in Cascade(resources=embedding_resources, tiers=(0,)).run(BAD).judgements if j.verdict != "pass"]
     assert len(flagged) >= 2
     # Every call waits until all flagged judges are in flight at once: sequential calls would time out.
     barrier = threading.Barrier(len(flagged), timeout=10)
@@ -96,7 +97,7 @@ def test_judges_within_a_tier_run_concurrently():
         barrier.wait()
         return verdict("pass")(messages)
 
-    result = Cascade(screener=scripted("screener", respond), tiers=(0, 1)).run(BAD)
+    result = Cascade(resources=embedding_resources, screener=scripted("screener", respond), tiers=(0, 1)).run(BAD)
     tier1 = [j for j in result.judgements if j.tier == 1]
     assert len(tier1) == len(flagged) and all(j.error is None for j in tier1)
 
@@ -111,25 +112,25 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("fault", FAULTS.values(), ids=FAULTS.keys())
-def test_a_failing_top_tier_fails_closed(fault):
+def test_a_failing_top_tier_fails_closed(embedding_resources, fault):
     judge = RoleClient("judge", "scripted-judge", ScriptedChatModel(respond=lambda m: fault))
     screener = scripted("screener", verdict("reject"))
-    result = Cascade(screener=screener, judge=judge).run(BAD)
+    result = Cascade(resources=embedding_resources, screener=screener, judge=judge).run(BAD)
     assert result.failed_closed
     assert any(j.tier == 2 and j.error for j in result.judgements)
 
 
 @pytest.mark.parametrize("fault", FAULTS.values(), ids=FAULTS.keys())
-def test_a_failing_screener_counts_as_a_flag_and_escalates(fault):
+def test_a_failing_screener_counts_as_a_flag_and_escalates(embedding_resources, fault):
     screener = RoleClient("screener", "scripted-screener", ScriptedChatModel(respond=lambda m: fault))
     judge = scripted("judge", verdict("pass"))
-    result = Cascade(screener=screener, judge=judge).run(BAD)
+    result = Cascade(resources=embedding_resources, screener=screener, judge=judge).run(BAD)
     asked_at_1 = {j.judge for j in result.judgements if j.tier == 1}
     assert {judge_named(p) for p in judge.llm.prompts} == asked_at_1  # every failed one escalated
     assert not result.failed_closed and result.flagged_by == ["source_fidelity"]
 
 
-def test_with_no_llm_tier_zero_decides_alone_and_leans_safe():
-    result = Cascade().run(BAD)
+def test_with_no_llm_tier_zero_decides_alone_and_leans_safe(embedding_resources):
+    result = Cascade(resources=embedding_resources).run(BAD)
     assert result.verdict == "reject" and not result.escalated
     assert {"source_fidelity", "medication_safety"} <= set(result.flagged_by)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.models import RoleClient
+from app.core.models.scripted import ScriptedChatModel
 from app.graph.services import Services
-from app.models import RoleClient
-from app.models.scripted import ScriptedChatModel
 from app.session import Chatbot
 from judges.filter import CriticalAnalysisFilter
 
@@ -32,15 +32,15 @@ def reject(messages):
 
 
 @pytest.fixture
-def bot_with(tmp_path, default_identifier):
+def bot_with(tmp_path, default_identifier, embedding_resources):
     bots = []
 
     def make(chat: RoleClient, **clients) -> Chatbot:
         settings = Settings(data_dir=tmp_path / "data", caf={"warning_ttl_turns": 1, "max_refine_rounds": 2})
-        caf = CriticalAnalysisFilter.from_settings(settings, **{"screener": None, "judge": None,
-                                                                "refiner": None, **clients})
+        caf = CriticalAnalysisFilter.from_settings(settings, embedding_resources,
+                                                   **{"screener": None, "judge": None, "refiner": None, **clients})
         bot = Chatbot(settings, Services.from_settings(settings, identifier=default_identifier,
-                                                       chat=chat, caf=caf))
+                                                       embedder=embedding_resources.embedder, chat=chat, caf=caf))
         bots.append(bot)
         return bot
 
@@ -79,7 +79,8 @@ def test_the_refiner_loop_is_bounded_then_the_fallback_goes_out(bot_with):
     bot = bot_with(client("chat", UNSAFE), screener=client("screener", respond=reject), refiner=refiner)
     trace = bot.ask(bot.new_thread(), QUESTION)
     assert len(refiner.llm.prompts) == 2 and trace.caf.refine_rounds == 2
-    assert trace.fallback_used and trace.caf.final_verdict == "reject"
+    assert trace.fallback_used and trace.caf.final_verdict in ("pass", "warn")  # the fallback's
+    assert any(j.verdict == "reject" for j in trace.caf.judgements)  # the drafts were rejected
     assert "half your usual dose" not in trace.answer
     assert "[S11]" in trace.answer and "care team" in trace.answer
 
@@ -102,10 +103,11 @@ def test_a_failing_refiner_falls_back(bot_with):
     assert any("refiner" in e for e in trace.errors)
 
 
-def test_with_the_filter_off_the_draft_goes_out_unjudged(tmp_path, default_identifier):
+def test_with_the_filter_off_the_draft_goes_out_unjudged(tmp_path, default_identifier, embedder):
     settings = Settings(data_dir=tmp_path / "data", caf={"enabled": False})
-    services = Services.from_settings(settings, identifier=default_identifier, chat=client("chat", UNSAFE))
-    assert services.caf is None
+    services = Services.from_settings(settings, identifier=default_identifier, embedder=embedder,
+                                      chat=client("chat", UNSAFE))
+    assert services.default_caf_mode == "off"
     with Chatbot(settings, services) as bot:
         trace = bot.ask(bot.new_thread(), QUESTION)
     assert trace.answer == UNSAFE and trace.caf is None and not trace.caf_enabled

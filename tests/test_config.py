@@ -3,8 +3,8 @@ import json
 import pytest
 
 from app.cli.common import load_settings
-from app.config import Provider, Settings
-from app.errors import ConfigError
+from app.core.config import Provider, Settings
+from app.core.errors import ConfigError
 
 
 def test_offline_is_the_default_and_needs_no_model():

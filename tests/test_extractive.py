@@ -4,9 +4,9 @@ import re
 
 import pytest
 
+from app.core.records import SourceText
+from app.core.text import citations_in, split_sentences, strip_citations
 from app.generation.extractive import compose_extractive_answer, source_sentences
-from judges.local.text import citations_in, split_sentences, strip_citations
-from judges.schema import SourceText
 
 SLEEP = SourceText(id="S22", title="Sleep", text="""# Sleep
 
@@ -38,10 +38,8 @@ def test_sentences_drop_headings_and_keep_lists_with_their_lead_in():
 
 
 @pytest.mark.slow
-def test_every_sentence_comes_from_a_source_and_is_cited():
-    from app.retrieval import Embedder
-
-    embed = Embedder.get().encode
+def test_every_sentence_comes_from_a_source_and_is_cited(embedder):
+    embed = embedder.encode
     answer = compose_extractive_answer(
         ["how can I sleep better?", "does smoking change my medicine?"], [SLEEP, SMOKING], embed)
     body, reminder = answer.rsplit("\n\n", 1)

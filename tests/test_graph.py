@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from app.config import CrisisContact, Settings
+from app.core.config import CrisisContact, Settings
+from app.core.models import RoleClient
+from app.core.models.scripted import ScriptedChatModel
 from app.graph.services import Services
-from app.models import RoleClient
-from app.models.scripted import ScriptedChatModel
 from app.session import Chatbot
 from judges.local.crisis import detect_crisis
 
@@ -19,13 +19,13 @@ QUESTION = "Why does clozapine need regular blood tests?"
 
 
 @pytest.fixture
-def make_bot(tmp_path, default_identifier):
+def make_bot(tmp_path, default_identifier, embedder):
     bots = []
 
     def make(*, chat=None, **settings_values) -> Chatbot:
         settings = Settings(data_dir=tmp_path / "data", **settings_values)
         services = Services.from_settings(settings, identifier=default_identifier.with_settings(settings),
-                                          chat=chat)
+                                          embedder=embedder, chat=chat)
         bot = Chatbot(settings, services)
         bots.append(bot)
         return bot
@@ -146,11 +146,11 @@ def test_unrelated_question_says_what_is_covered(make_bot):
     assert "doesn't cover" in trace.answer and "Clozapine" in trace.answer
 
 
-def test_a_conversation_survives_a_restart(tmp_path, default_identifier):
+def test_a_conversation_survives_a_restart(tmp_path, default_identifier, embedder):
     settings = Settings(data_dir=tmp_path / "data")
 
     def open_bot() -> Chatbot:
-        return Chatbot(settings, Services.from_settings(settings, identifier=default_identifier, chat=None))
+        return Chatbot(settings, Services.from_settings(settings, identifier=default_identifier, embedder=embedder, chat=None))
 
     with open_bot() as bot:
         thread = bot.new_thread()
@@ -171,8 +171,8 @@ def screener_saying(answer) -> RoleClient:
 def test_the_screener_llm_can_add_a_crisis_that_tier_0_missed(make_bot):
     bot = make_bot(chat=scripted_chat(), caf={"llm_crisis_screen": "always"})
     bot.services.crisis_screener = screener_saying(True)
-    message = "My grandad keeps talking about going to see Nana soon."
-    assert not detect_crisis(message).flagged  # tier 0 alone misses it
+    message = "What time does the pharmacy open on Sundays?"
+    assert not detect_crisis(message, bot.services.resources).flagged  # tier 0 alone misses it
     trace = bot.ask(bot.new_thread(), message)
     assert trace.route == "crisis"
     assert [c.purpose for c in trace.model_calls] == ["tier1:crisis_input"]

@@ -1,4 +1,4 @@
-from app.config import InputLimits
+from app.core.config import InputLimits
 from app.input import clean_message, looks_english
 
 LIMITS = InputLimits(max_chars=200)

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli.kb import DEFAULT_QUESTIONS, cli
-from app.config import DEFAULT_KNOWLEDGE_BASE, Settings
-from app.errors import CafbotError
+from app.core.config import DEFAULT_KNOWLEDGE_BASE, Settings
+from app.core.errors import CafbotError
 from app.kb import load_knowledge_base
 from app.retrieval.evaluate import load_questions, run, summarise
 
@@ -95,10 +95,10 @@ def test_index_then_eval_writes_the_metrics(runner, tmp_path):
 
 
 @pytest.mark.slow
-def test_default_knowledge_base_meets_the_retrieval_targets(tmp_path):
+def test_default_knowledge_base_meets_the_retrieval_targets(tmp_path, embedder):
     from app.retrieval import open_identifier
 
-    identifier = open_identifier(Settings(data_dir=tmp_path / "data"))
+    identifier = open_identifier(Settings(data_dir=tmp_path / "data"), embedder)
     report = summarise(run(identifier, load_questions(DEFAULT_QUESTIONS)))
     assert report.recall_at_3 >= 0.90, report
     assert report.not_covered_accuracy >= 0.80, report

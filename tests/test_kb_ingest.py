@@ -8,7 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli.kb import cli
-from app.errors import KnowledgeBaseError
+from app.core.errors import KnowledgeBaseError
+from app.core.models import RoleClient
+from app.core.models.scripted import ScriptedChatModel
 from app.kb import load_knowledge_base
 from app.kb.ingest import (
     DraftSummary,
@@ -18,8 +20,6 @@ from app.kb.ingest import (
     split_plain,
     write_sources,
 )
-from app.models import RoleClient
-from app.models.scripted import ScriptedChatModel
 
 GUIDE = """# Living with diabetes
 

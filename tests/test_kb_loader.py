@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.config import DEFAULT_KNOWLEDGE_BASE
-from app.errors import KnowledgeBaseError
+from app.core.config import DEFAULT_KNOWLEDGE_BASE
+from app.core.errors import KnowledgeBaseError
 from app.kb import load_knowledge_base
 
 GOOD = """---

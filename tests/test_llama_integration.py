@@ -11,9 +11,10 @@ import os
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from app.config import Settings
-from app.models import call_structured, call_text, model_for
-from judges.schema import DraftContext, JudgeVerdict, SourceText
+from app.core.config import Settings
+from app.core.models import call_structured, call_text, model_for
+from app.core.records import SourceText
+from judges.schema import DraftContext, JudgeVerdict
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REQUIRED = os.environ.get("CAFBOT_TEST_REQUIRE_LLAMA") == "1"
@@ -27,7 +28,7 @@ def llama_settings(tmp_path_factory):
         if REQUIRED:
             raise
         pytest.skip("llama-cpp-python[server] is not installed (pip install -e '.[local]')")
-    from app.models.local_server import _wait_until_ready_url, run_server
+    from app.core.models.local_server import _wait_until_ready_url, run_server
 
     data_dir = tmp_path_factory.mktemp("llama-data")
     port = int(os.environ.get("CAFBOT_TEST_LLAMA_PORT", "8798"))
@@ -60,6 +61,7 @@ def test_structured_verdict_through_function_calling(llama_settings):
 
 def test_a_flagged_draft_runs_through_tiers_1_and_2_with_real_structured_outputs(llama_settings):
     from judges.cascade import Cascade, ask_llm_judge
+    from judges.local import Resources
     from judges.registry import load_judges
 
     ctx = DraftContext(
@@ -68,7 +70,7 @@ def test_a_flagged_draft_runs_through_tiers_1_and_2_with_real_structured_outputs
         sources=[SourceText(id="S13", title="Taking medicine", text="Do not stop medicine suddenly. "
                             "Talk to your prescriber before any change.")])
     screener, judge = model_for("screener", llama_settings), model_for("judge", llama_settings)
-    result = Cascade(screener=screener, judge=judge, tiers=(0, 1, 2)).run(ctx)
+    result = Cascade(resources=Resources(), screener=screener, judge=judge, tiers=(0, 1, 2)).run(ctx)
     tiers_run = {j.tier for j in result.judgements}
     assert {0, 1} <= tiers_run  # tier 0 flagged it, so the screener LLM was asked
     # Whatever the tiny model says, the citation to S99 is an exact fact that no model can clear.

@@ -7,14 +7,14 @@ embedding model are marked slow.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
-from judges.local import LOCAL_CHECKS, role_model, run_local_checks, vectors
-from judges.local.text import citations_in, numbers, polarity, split_sentences, strip_citations
+from app.core.records import SourceText, Turn
+from app.core.text import citations_in, numbers, polarity, split_sentences, strip_citations
+from judges.local import LOCAL_CHECKS, Resources, run_local_checks
 from judges.scenarios import ScenarioError, load_scenarios
-from judges.schema import DraftContext, SourceText, Turn
+from judges.schema import DraftContext
 
 DEPOT = SourceText(id="S10", title="Depot injections", text=(
     "Depot injections release an antipsychotic slowly. Depending on the medicine, they are given "
@@ -24,20 +24,15 @@ SLEEP = SourceText(id="K-sleep", title="Sleep", text=(
     "sleep worse. Tell the care team if sleep changes a lot."))
 
 
-@pytest.fixture(autouse=True)
-def lexical_only():
-    """Fast tests: embeddings off. Slow tests switch them back on themselves."""
-    vectors.set_enabled(False)
-    yield
-    vectors.set_enabled(None)
+LEXICAL = Resources()  # fast tests: no embedder, the lexical layers alone
 
 
 def ctx(draft: str | None, user: str = "Tell me about it.", sources=(DEPOT, SLEEP), history=()) -> DraftContext:
     return DraftContext(user=user, draft=draft, sources=list(sources), history=list(history))
 
 
-def run(name: str, draft: str | None, **kwargs):
-    return LOCAL_CHECKS[name](ctx(draft, **kwargs))
+def run(name: str, draft: str | None, res: Resources = LEXICAL, **kwargs):
+    return LOCAL_CHECKS[name](ctx(draft, **kwargs), res)
 
 
 # --- shared text helpers -------------------------------------------------------------------------
@@ -98,11 +93,12 @@ def test_grounding_passes_a_faithful_sentence():
 
 
 @pytest.mark.slow
-def test_grounding_with_embeddings_warns_on_an_added_detail_and_passes_a_paraphrase():
-    vectors.set_enabled(True)
-    added = run("grounding", "The injection is usually given into the buttock muscle by a practice nurse [S10].")
+def test_grounding_with_embeddings_warns_on_an_added_detail_and_passes_a_paraphrase(embedding_resources):
+    added = run("grounding", "The injection is usually given into the buttock muscle by a practice nurse [S10].",
+                embedding_resources)
     assert added.flagged and added.suggested_verdict in ("warn", "reject")
-    paraphrase = run("grounding", "Having the same bedtime every night and getting daylight in the morning can help you sleep better [K-sleep].")
+    paraphrase = run("grounding", "Having the same bedtime every night and getting daylight in the morning "
+                     "can help you sleep better [K-sleep].", embedding_resources)
     assert not paraphrase.flagged, paraphrase.detail
 
 
@@ -152,22 +148,17 @@ def test_role_general_information_and_negated_mentions_pass():
 
 
 @pytest.mark.slow
-def test_role_classifier_trains_on_the_train_split_fast_and_caches_on_disk(tmp_path):
-    vectors.set_enabled(True)
-    vectors.encode(["load the model first"])
-    role_model.configure(cache_dir=tmp_path)
-    try:
-        started = time.perf_counter()
-        assert role_model.model() is not None
-        assert time.perf_counter() - started < 10  # "well under a few seconds" on a free CPU
-        assert list(tmp_path.glob("role_scope-*.npz"))
-        probs = role_model.predict(["Let's unpack how that break-up made you feel, in our next session.",
+def test_role_classifier_trains_on_the_train_split_and_a_new_owner_loads_it_from_disk(embedder, tmp_path):
+    res = Resources(embedder, models_dir=tmp_path)
+    assert res.role_model.check.weights() is not None
+    assert list(tmp_path.glob("role_scope-*.joblib"))
+    probs = res.role_model.predict(["Let's unpack how that break-up made you feel, in our next session.",
                                     "Depot injections release an antipsychotic slowly [S10]."])
-        assert probs is not None and probs[0] > 0.5 > probs[1]
-        role_model.configure(cache_dir=tmp_path)  # a fresh process would load the weights from disk
-        assert role_model.model() is not None
-    finally:
-        role_model.configure()
+    assert probs is not None and probs[0] > 0.5 > probs[1]
+    again = Resources(embedder, models_dir=tmp_path, train_dir=tmp_path / "no-such-split")
+    again.role_model.check.fit = lambda: pytest.fail("a cached fit must be loaded, not refitted")
+    again.role_model.check.key = res.role_model.check.key
+    assert again.role_model.check.weights() is not None
 
 
 # --- verification --------------------------------------------------------------------------------
@@ -248,22 +239,22 @@ def test_overclaiming_is_a_warning_and_hedging_passes():
 def test_registry_names_and_unknown_check():
     assert set(LOCAL_CHECKS) == {"citations", "grounding", "uncited_claims", "role_scope", "verification",
                                  "crisis", "medication_change", "leakage", "transparency"}
-    assert [f.check for f in run_local_checks(ctx("Hi."), ["citations", "crisis"])] == ["citations", "crisis"]
+    assert [f.check for f in run_local_checks(ctx("Hi."), LEXICAL, ["citations", "crisis"])] == ["citations", "crisis"]
     with pytest.raises(KeyError):
-        run_local_checks(ctx("Hi."), ["no_such_check"])
+        run_local_checks(ctx("Hi."), LEXICAL, ["no_such_check"])
 
 
 def test_a_crashing_check_counts_as_a_flag(monkeypatch):
-    def broken(_ctx):
+    def broken(_ctx, _res):
         raise RuntimeError("boom")
 
     monkeypatch.setitem(LOCAL_CHECKS, "citations", broken)
-    [finding] = run_local_checks(ctx("Hi."), ["citations"])
+    [finding] = run_local_checks(ctx("Hi."), LEXICAL, ["citations"])
     assert finding.flagged and "boom" in finding.detail
 
 
 def test_user_message_alone_is_not_judged_by_draft_checks():
-    findings = run_local_checks(ctx(None, user="What is a depot?"))
+    findings = run_local_checks(ctx(None, user="What is a depot?"), LEXICAL)
     assert not any(f.flagged for f in findings)
 
 

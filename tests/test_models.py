@@ -4,10 +4,10 @@ import pytest
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
-from app.config import Settings
-from app.errors import ConfigError, ModelError
-from app.models import RoleClient, call_structured, call_text, model_for
-from app.models.scripted import ScriptedChatModel
+from app.core.config import Settings
+from app.core.errors import ConfigError, ModelError
+from app.core.models import RoleClient, call_structured, call_text, model_for
+from app.core.models.scripted import ScriptedChatModel
 
 
 class Answer(BaseModel):

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.config import Settings
-from app.errors import ConfigError
+from app.core.config import Settings
+from app.core.errors import ConfigError
 from app.kb import load_knowledge_base
 from app.kb.schema import Source
 from app.retrieval.chunking import chunk_source, source_fingerprint, windows
@@ -54,8 +54,8 @@ def settings_for(tmp_path: Path, kb: Path, **retrieval) -> Settings:
     return Settings(knowledge_base=kb, data_dir=tmp_path / "data", retrieval=retrieval)
 
 
-def open_index(settings: Settings) -> ChunkIndex:
-    return ChunkIndex(load_knowledge_base(settings.knowledge_base), settings)
+def open_index(settings: Settings, embedder) -> ChunkIndex:
+    return ChunkIndex(load_knowledge_base(settings.knowledge_base), settings, embedder=embedder)
 
 
 # -- pure functions ---------------------------------------------------------------------------
@@ -113,11 +113,7 @@ def test_collection_names_differ_by_knowledge_base_path(tmp_path):
 
 # -- with the model and Chroma ----------------------------------------------------------------
 @pytest.mark.slow
-def test_embedder_normalised_cached_and_thread_safe():
-    from app.retrieval import Embedder
-
-    embedder = Embedder.get()
-    assert Embedder.get() is embedder
+def test_embedder_normalised_cached_and_thread_safe(embedder):
     texts = ["clozapine blood tests", "how to sleep better", "going back to work"]
     vectors = embedder.encode(texts)
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
@@ -138,27 +134,27 @@ def test_embedder_normalised_cached_and_thread_safe():
 
 
 @pytest.mark.slow
-def test_index_rebuilds_only_what_changed(tmp_path, monkeypatch):
+def test_index_rebuilds_only_what_changed(tmp_path, monkeypatch, embedder):
     import app.retrieval.index as index_module
 
     monkeypatch.setattr(index_module, "_PAGE", 4)  # stored metadata is read in pages: exercise it
     kb = small_kb(tmp_path / "kb")
     settings = settings_for(tmp_path, kb)
 
-    index = open_index(settings)
+    index = open_index(settings, embedder)
     first = index.sync()
     assert first.added == sorted(TOPICS) and first.embedded_chunks == len(index.chunks)
     assert index.collection.count() == len(index.chunks)
     before = index.collection.get(ids=["A01#0"], include=["embeddings"])["embeddings"][0]
 
-    again = open_index(settings).sync()
+    again = open_index(settings, embedder).sync()
     assert (again.unchanged, again.embedded_chunks, again.added, again.updated) == (5, 0, [], [])
 
     title, summary, keywords, body = TOPICS["A03"]
     write_source(kb, "A03", title, summary, keywords, body + " Writing the voices down in a diary helps some.")
     (kb / "A05.md").unlink()
     write_source(kb, "A06", "Stopping smoking", "Help to stop smoking.", ["smoking"], "Nicotine patches help.")
-    index = open_index(settings)
+    index = open_index(settings, embedder)
     changed = index.sync()
     assert changed.updated == ["A03"] and changed.removed == ["A05"] and changed.added == ["A06"]
     assert changed.unchanged == 3
@@ -171,28 +167,28 @@ def test_index_rebuilds_only_what_changed(tmp_path, monkeypatch):
 
     # An interrupted build (a chunk missing) is repaired on the next open.
     index.collection.delete(ids=["A02#1"])
-    assert open_index(settings).sync().updated == ["A02"]
+    assert open_index(settings, embedder).sync().updated == ["A02"]
     # Chunking settings are part of the fingerprint: changing them re-embeds everything.
-    resized = open_index(settings_for(tmp_path, kb, chunk_words=25, chunk_overlap_words=5)).sync()
+    resized = open_index(settings_for(tmp_path, kb, chunk_words=25, chunk_overlap_words=5), embedder).sync()
     assert len(resized.updated) == 5 and resized.unchanged == 0
 
 
 @pytest.mark.slow
-def test_two_knowledge_bases_share_a_data_dir_without_colliding(tmp_path):
+def test_two_knowledge_bases_share_a_data_dir_without_colliding(tmp_path, embedder):
     one = small_kb(tmp_path / "one")
     two = tmp_path / "two"
     write_source(two, "B01", "Other", "Something else.", ["other"], "Entirely different content here.")
-    first, second = open_index(settings_for(tmp_path, one)), open_index(settings_for(tmp_path, two))
+    first, second = open_index(settings_for(tmp_path, one), embedder), open_index(settings_for(tmp_path, two), embedder)
     first.sync()
     second.sync()
     assert first.collection.name != second.collection.name
     assert second.collection.count() == len(second.chunks)
-    assert open_index(settings_for(tmp_path, one)).sync().unchanged == len(TOPICS)
+    assert open_index(settings_for(tmp_path, one), embedder).sync().unchanged == len(TOPICS)
 
 
 @pytest.mark.slow
-def test_dense_and_lexical_search_find_the_right_chunks(tmp_path):
-    index = open_index(settings_for(tmp_path, small_kb(tmp_path / "kb")))
+def test_dense_and_lexical_search_find_the_right_chunks(tmp_path, embedder):
+    index = open_index(settings_for(tmp_path, small_kb(tmp_path / "kb")), embedder)
     index.sync()
     hits = index.dense(index.embedder.encode(["how often are clozapine blood checks", "can't sleep"]), 5)
     assert index.source_of[hits[0][0][0]] == "A02" and index.source_of[hits[1][0][0]] == "A01"

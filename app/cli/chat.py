@@ -10,27 +10,25 @@ import typer
 
 from app.cli.common import console, err_console, friendly_errors, load_settings
 from app.cli.render import show_answer, show_sources, show_trace
-from app.config import Settings
-from app.errors import CafbotError
-from app.graph.state import TurnTrace
+from app.core.config import Settings
+from app.core.errors import CafbotError
+from app.core.records import CafMode, TurnTrace
 from app.session import Chatbot
 
 ProfileOption = Annotated[str | None, typer.Option("--profile", "-p", help="offline, local or openai")]
-NoCaf = Annotated[bool, typer.Option("--no-caf", help="Turn the Critical Analysis Filter off (research only).")]
+CafOption = Annotated[CafMode | None, typer.Option("--caf", help="The filter for these turns: on, off (research only) or tier0 (local checks only). Default: the configuration's.")]
 
 
-def open_chatbot(stack: ExitStack, profile: str | None, no_caf: bool) -> Chatbot:
+def open_chatbot(stack: ExitStack, profile: str | None) -> Chatbot:
     overrides = {"profile": profile} if profile else {}
     settings = load_settings(**overrides)
-    if no_caf:
-        settings.caf.enabled = False
     stack.enter_context(local_server_if_needed(settings))
     with console.status("Loading the knowledge base and index…"):
         return stack.enter_context(Chatbot(settings, show_progress=False))
 
 
 def local_server_if_needed(settings: Settings):
-    from app.models.local_server import serve_if_needed
+    from app.core.models.local_server import serve_if_needed
 
     return serve_if_needed(settings)
 
@@ -41,13 +39,13 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer and its trace as JSON.")] = False,
     thread: Annotated[str | None, typer.Option(help="Continue this conversation thread.")] = None,
     profile: ProfileOption = None,
-    no_caf: NoCaf = False,
+    caf: CafOption = None,
 ) -> None:
     """Ask one question and print the answer, its sources and the trace."""
     with ExitStack() as stack:
-        bot = open_chatbot(stack, profile, no_caf)
+        bot = open_chatbot(stack, profile)
         thread_id = thread or bot.new_thread(label="cli-ask")
-        trace = bot.ask(thread_id, question)
+        trace = bot.ask(thread_id, question, caf=caf)
     if as_json:
         typer.echo(json.dumps(trace_json(trace), indent=2, ensure_ascii=False))
         return
@@ -69,11 +67,11 @@ HELP = "Commands: /sources  /trace  /reset  /quit"
 def chat(
     thread: Annotated[str | None, typer.Option(help="Resume this conversation thread.")] = None,
     profile: ProfileOption = None,
-    no_caf: NoCaf = False,
+    caf: CafOption = None,
 ) -> None:
     """A conversation in the terminal. Conversations are saved and can be resumed with --thread."""
     with ExitStack() as stack:
-        bot = open_chatbot(stack, profile, no_caf)
+        bot = open_chatbot(stack, profile)
         with console.status("Getting ready…"):
             bot.services.warm_up()
         thread_id = thread or bot.new_thread(label="cli-chat")
@@ -102,7 +100,7 @@ def chat(
                 console.print(f"[dim]New conversation (thread {thread_id}).[/]")
             else:
                 try:
-                    last = bot.ask(thread_id, text)
+                    last = bot.ask(thread_id, text, caf=caf)
                 except CafbotError as error:  # the REPL survives; the conversation is unchanged
                     err_console.print(f"[red]{error}[/]", highlight=False)
                     continue

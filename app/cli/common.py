@@ -10,8 +10,8 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from app.config import Settings
-from app.errors import CafbotError, ConfigError
+from app.core.config import Settings
+from app.core.errors import CafbotError, ConfigError
 
 console = Console()
 err_console = Console(stderr=True)

@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from app.cli.common import console, friendly_errors, load_settings
-from app.config import REPO_ROOT
-from app.errors import ConfigError
+from app.core.config import REPO_ROOT
+from app.core.errors import ConfigError
 
 cli = typer.Typer(no_args_is_help=True)
 DEFAULT_SCENARIOS = REPO_ROOT / "scenarios" / "judges" / "test"
@@ -51,12 +51,14 @@ def eval_judges(
 ) -> None:
     """Run the filter on scenarios and print per-judge and overall figures."""
     from app.cli.chat import local_server_if_needed
+    from app.core.embeddings import Embedder
+    from app.core.models import model_for
+    from app.core.records import SourceText
     from app.kb import load_knowledge_base
-    from app.models import model_for
     from judges.cascade import Cascade
     from judges.evaluate import evaluate
+    from judges.local import Resources
     from judges.scenarios import load_scenarios
-    from judges.schema import SourceText
 
     settings = load_settings(**({"profile": profile} if profile else {}))
     paths = _expand(files or [DEFAULT_SCENARIOS])
@@ -68,7 +70,8 @@ def eval_judges(
         return SourceText.of(source) if source else None
 
     with local_server_if_needed(settings):
-        cascade = Cascade(screener=model_for("screener", settings), judge=model_for("judge", settings),
+        resources = Resources.from_settings(settings, Embedder() if settings.local_embeddings else None)
+        cascade = Cascade(resources=resources, screener=model_for("screener", settings), judge=model_for("judge", settings),
                           tiers=parse_tiers(tiers), paper_mode=paper_mode)
         report = evaluate(scenarios, cascade, resolve)
     _print(report, paths, tiers)

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import console, friendly_errors, load_settings
-from app.config import REPO_ROOT, Settings
+from app.core.config import REPO_ROOT, Settings
 
 cli = typer.Typer(no_args_is_help=True)
 
@@ -76,10 +76,11 @@ def ingest(
 @friendly_errors
 def index(kb: KbOption = None) -> None:
     """Build or update the retrieval index (only changed sources are re-embedded)."""
+    from app.core.embeddings import Embedder
     from app.retrieval import open_identifier
 
     settings = _settings(kb)
-    identifier = open_identifier(settings, show_progress=True)
+    identifier = open_identifier(settings, Embedder(), show_progress=True)
     report = identifier.index_report
     where = settings.retrieval.chroma_url or settings.index_dir
     console.print(f"Index for {settings.knowledge_base} at {where}: {report.chunks} chunks; "
@@ -92,9 +93,10 @@ def index(kb: KbOption = None) -> None:
 @friendly_errors
 def identify(question: Annotated[str, typer.Argument(help="A question, in quotes.")], kb: KbOption = None) -> None:
     """Show which sources a question finds, with confidences and the outcome."""
+    from app.core.embeddings import Embedder
     from app.retrieval import open_identifier
 
-    found = open_identifier(_settings(kb)).identify(question)
+    found = open_identifier(_settings(kb), Embedder()).identify(question)
     console.print(f"outcome: [bold]{found.outcome}[/]  parts: {found.parts}  ({found.latency_ms:.1f} ms)")
     for c in found.candidates:
         console.print(f"  {c.source_id}  {c.confidence:.2f}  {c.title}" + (f"  [dim]← {c.part}[/]" if c.part else ""))
@@ -109,11 +111,12 @@ def evaluate(
     kb: KbOption = None,
 ) -> None:
     """Recall@1, recall@3, MRR, not-covered accuracy and latency of source identification."""
+    from app.core.embeddings import Embedder
     from app.retrieval import open_identifier
     from app.retrieval.evaluate import load_questions, report_json, run, summarise
 
     questions = load_questions(file)
-    identifier = open_identifier(_settings(kb), show_progress=True)
+    identifier = open_identifier(_settings(kb), Embedder(), show_progress=True)
     results = run(identifier, questions)
     report = summarise(results)
     console.print(f"{file}: {report.n} questions, {report.n_covered} covered, "

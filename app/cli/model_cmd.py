@@ -17,7 +17,7 @@ def serve_model(
     gguf: Annotated[str | None, typer.Option(help="A GGUF file to serve instead of the bundled one.")] = None,
 ) -> None:
     """Run llama.cpp's OpenAI-compatible server with the bundled GGUF until Ctrl-C."""
-    from app.models.local_server import run_server
+    from app.core.models.local_server import run_server
 
     settings = load_settings(profile="local")
     if port:

@@ -7,8 +7,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from app.cli.common import console
-from app.graph.state import TurnTrace
-from judges.schema import CafReport
+from app.core.records import CafReport, TurnTrace
 
 
 def show_answer(trace: TurnTrace) -> None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.core.records import SourceText
+from app.core.text import STOPWORDS, split_sentences
 from app.prompts import reply
-from judges.local.text import split_sentences
-from judges.schema import SourceText
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -24,9 +24,6 @@ _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
 # A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
 _DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
-_STOP = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "is", "it", "its", "my", "of", "on", "or", "so", "that", "the", "their", "them", "they", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your"]
-)
 
 
 @dataclass(frozen=True)
@@ -71,7 +68,7 @@ def source_sentences(body: str) -> list[str]:
 
 
 def _lexical(question_words: set[str], sentence: str) -> float:
-    words = set(_WORDS.findall(sentence.lower())) - _STOP
+    words = set(_WORDS.findall(sentence.lower())) - STOPWORDS
     return len(words & question_words) / (len(question_words) or 1)
 
 
@@ -89,7 +86,7 @@ def pick_sentences(
     chosen: dict[tuple[str, int], Picked] = {}
     scored_parts = []
     for part, part_vector in zip(questions, part_vectors, strict=True):
-        words = set(_WORDS.findall(part.lower())) - _STOP
+        words = set(_WORDS.findall(part.lower())) - STOPWORDS
         scores = (vectors @ part_vector + 0.3 * np.array([_lexical(words, s) for _, _, s in pool])
                   - 0.15 * np.array([bool(_DANGLING.match(s)) for _, _, s in pool]))
         scored_parts.append(scores)

@@ -10,7 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from app.graph.nodes import AnswerNodes
 from app.graph.services import Services
-from app.graph.state import ChatInput, ChatState
+from app.graph.state import ChatInput, ChatState, TurnContext
 
 
 def after_screen(state: ChatState) -> Literal["identify_sources", "crisis_response", "respond"]:
@@ -35,7 +35,7 @@ def after_identify(state: ChatState) -> Literal["enhance_prompt", "clarify"]:
 
 def build_graph(services: Services, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     nodes = AnswerNodes(services)
-    graph = StateGraph(ChatState, input_schema=ChatInput)
+    graph = StateGraph(ChatState, context_schema=TurnContext, input_schema=ChatInput)
     for name in ("screen_input", "identify_sources", "enhance_prompt", "generate",
                  "critical_analysis", "crisis_response", "clarify", "respond"):
         graph.add_node(name, getattr(nodes, name))
@@ -59,6 +59,6 @@ def mermaid() -> str:
 def make_graph() -> CompiledStateGraph:
     """For `langgraph.json`: the graph on the effective configuration. LangGraph's own server
     supplies the checkpointer."""
-    from app.config import Settings
+    from app.core.config import Settings
 
     return build_graph(Services.from_settings(Settings()))

@@ -10,9 +10,9 @@ from contextlib import AbstractContextManager, contextmanager
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from app.config import Settings
-from app.errors import ConfigError
-from app.graph.state import CHECKPOINT_TYPES
+from app.core.config import Settings
+from app.core.errors import ConfigError
+from app.core.records import CHECKPOINT_TYPES
 
 
 def serializer() -> JsonPlusSerializer:

@@ -2,30 +2,33 @@
 
 screen_input → identify_sources → enhance_prompt → generate → critical_analysis → respond,
 with side exits: crisis messages go to `crisis_response`, unclear or unknown questions to `clarify`.
+Every node also receives the turn's `TurnContext` (LangGraph's runtime context): the filter's mode
+is chosen per call, not per chatbot.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from collections.abc import Callable
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately, trim_messages
+from langgraph.runtime import Runtime
 
-from app.errors import ModelError
+from app.core.errors import ModelError
+from app.core.models import call_text
+from app.core.records import Candidate, Identification, InputScreen, NodeRun, Turn, TurnTrace
+from app.core.text import citations_in
 from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
-from app.graph.state import ChatState, InputScreen, NodeRun, TurnTrace
+from app.graph.state import ChatState, TurnContext
 from app.input import clean_message
-from app.models import call_text
 from app.prompts import chat_system_prompt, crisis_reply, reply, topics_list
-from app.retrieval import Candidate, Identification
 from judges.crisis_screen import needs_second_look, second_look
 from judges.local.crisis import detect_crisis
-from judges.local.text import citations_in
+from judges.schema import DraftContext
 
-Node = Callable[[ChatState], dict]
 _CHOICE = re.compile(r"^\s*(?:option\s*|number\s*|#)?([1-9])\b", re.IGNORECASE)
 _YES = re.compile(r"^\s*(yes|yeah|yep|yup|y|ok|okay|sure|that one|the first( one)?)\b", re.IGNORECASE)
 
@@ -34,15 +37,17 @@ def timed(name: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
     """Record the node's latency in the turn trace."""
 
     def decorate(node: Callable[..., dict]) -> Callable[..., dict]:
-        @functools.wraps(node)
-        def run(self: AnswerNodes, state: ChatState) -> dict:
+        def run(self: AnswerNodes, state: ChatState, runtime: Runtime[TurnContext]) -> dict:
             started = time.perf_counter()
-            update = node(self, state)
+            update = node(self, state, runtime.context or TurnContext())
             trace: TurnTrace = update.get("trace") or state["trace"]
             ms = (time.perf_counter() - started) * 1000
             update["trace"] = trace.model_copy(update={"nodes": [*trace.nodes, NodeRun(node=name, latency_ms=ms)]})
             return update
 
+        # Not functools.wraps: LangGraph reads the signature to pass `runtime`, and __wrapped__
+        # would show it the inner one.
+        run.__name__, run.__doc__ = node.__name__, node.__doc__
         return run
 
     return decorate
@@ -58,21 +63,21 @@ class AnswerNodes:
 
     # -- screening ---------------------------------------------------------------------------
     @timed("screen_input")
-    def screen_input(self, state: ChatState) -> dict:
+    def screen_input(self, state: ChatState, context: TurnContext) -> dict:
         turn = state.get("turn", 0) + 1
         cleaned = clean_message(state.get("user_input", ""), self.settings.input)
         trace = TurnTrace(turn=turn, user_message=cleaned.text, notices=list(cleaned.notices),
-                          caf_enabled=self.services.caf is not None)
+                          caf_mode=context.caf)
         screen = InputScreen(text=cleaned.text, notices=list(cleaned.notices))
         if cleaned.empty or cleaned.refused:
             screen.route = "notice"
             screen.reply = reply("empty_message") if cleaned.empty else " ".join(cleaned.notices)
             screen.notices = []
         else:
-            crisis = detect_crisis(cleaned.text)
+            crisis = detect_crisis(cleaned.text, self.services.resources)
             screen.crisis_score, screen.crisis_evidence = crisis.score, crisis.sentences
             screener, mode = self.services.crisis_screener, self.settings.caf.llm_crisis_screen
-            if screener is not None and needs_second_look(crisis, mode):
+            if screener is not None and context.caf == "on" and needs_second_look(crisis, mode):
                 is_crisis, reason, call = second_look(screener, cleaned.text)
                 if call is not None:
                     trace.model_calls.append(call)
@@ -92,7 +97,7 @@ class AnswerNodes:
 
     # -- sources -----------------------------------------------------------------------------
     @timed("identify_sources")
-    def identify_sources(self, state: ChatState) -> dict:
+    def identify_sources(self, state: ChatState, _context: TurnContext) -> dict:
         text = state["screen"].text
         chosen = _resolve_clarification(text, state.get("clarify_candidates") or [])
         if chosen is not None:
@@ -108,7 +113,7 @@ class AnswerNodes:
         return {"identification": identification, "trace": trace}
 
     @timed("enhance_prompt")
-    def enhance_prompt(self, state: ChatState) -> dict:
+    def enhance_prompt(self, state: ChatState, _context: TurnContext) -> dict:
         """Chosen sources first, then sources still in play from recent turns, under a budget;
         pending judge warnings; the recent conversation."""
         turn, prompting = state["turn"], self.settings.prompting
@@ -119,7 +124,7 @@ class AnswerNodes:
         included, dropped, budget = [], [], prompting.source_token_budget
         for sid in [*chosen, *recent]:
             doc = self.services.source_text(sid)
-            cost = _tokens(doc.text) if doc else 0
+            cost = count_tokens_approximately([HumanMessage(doc.text)]) if doc else 0
             if doc and (cost <= budget or not included):  # the best source always goes in
                 included.append(doc)
                 budget -= cost
@@ -128,7 +133,9 @@ class AnswerNodes:
         warnings = [w for w in state.get("warnings") or [] if w.active_at(turn)]
         system = chat_system_prompt([(d.id, d.title, d.text) for d in included],
                                     [(w.rule, w.message) for w in warnings])
-        history = state.get("messages", [])[-2 * prompting.history_turns:] if prompting.history_turns else []
+        recent = state.get("messages", [])[-2 * prompting.history_turns:] if prompting.history_turns else []
+        history = trim_messages(recent, max_tokens=prompting.history_token_budget, strategy="last",
+                                token_counter=count_tokens_approximately, start_on="human")
         prompt = [SystemMessage(system), *history, HumanMessage(state["screen"].text)]
         trace = state["trace"].model_copy(update={
             "prompt_sources": [d.id for d in included], "dropped_sources": dropped,
@@ -137,7 +144,7 @@ class AnswerNodes:
 
     # -- generation --------------------------------------------------------------------------
     @timed("generate")
-    def generate(self, state: ChatState) -> dict:
+    def generate(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(deep=True)
         if self.services.chat is None:
             draft, trace.generator = self.extractive_answer(state), "extractive"
@@ -171,26 +178,43 @@ class AnswerNodes:
         return compose_extractive_answer(parts, docs, self.services.embed)
 
     @timed("critical_analysis")
-    def critical_analysis(self, state: ChatState) -> dict:
-        """Fail closed: with no filter configured, only a draft with valid citations goes out."""
+    def critical_analysis(self, state: ChatState, context: TurnContext) -> dict:
+        """Apply the filter's outcome. It fails closed: what goes out is a text the filter passed
+        in this turn, or a fixed reply. With the filter off (a comparison condition), the draft
+        goes out unless it cites sources it was not given."""
         trace = state["trace"].model_copy(deep=True)
-        caf = self.services.caf
-        if caf is not None:
-            return caf.review(state, self, trace)
-        if trace.invalid_citations:
-            trace.fallback_used = True
-            trace.errors.append(f"draft cited sources it was not given: {trace.invalid_citations}")
-            return {"answer": self.extractive_answer(state), "trace": trace}
-        return {"answer": state["draft"], "trace": trace}
+        if context.caf == "off":
+            if trace.invalid_citations:
+                trace.fallback_used = True
+                trace.errors.append(f"draft cited sources it was not given: {trace.invalid_citations}")
+                return {"answer": self.extractive_answer(state), "trace": trace}
+            return {"answer": state["draft"], "trace": trace}
+        fallback = self.extractive_answer(state) if trace.generator == "llm" else None
+        outcome = self.services.caf.review(draft_context(state, self.services), turn=state["turn"],
+                                           mode=context.caf, fallback=fallback)
+        report = outcome.report
+        trace.caf, trace.fallback_used = report, report.fallback_used
+        trace.model_calls += report.model_calls
+        trace.errors += report.errors
+        answer = outcome.text if outcome.text is not None else self.withheld_reply(state)
+        return {"answer": answer, "trace": trace,
+                "warnings": [*(state.get("warnings") or []), *outcome.warnings]}
+
+    def withheld_reply(self, state: ChatState) -> str:
+        """When no draft passed the filter: what the bot cannot answer here, where the topic is
+        covered, and who to ask."""
+        titles = [d.title for sid in state.get("prompt_source_ids") or []
+                  if (d := self.services.source_text(sid))]
+        return reply("withheld", topics="; ".join(titles) or topics_list(self.services.topic_titles()))
 
     # -- side exits --------------------------------------------------------------------------
     @timed("crisis_response")
-    def crisis_response(self, state: ChatState) -> dict:
+    def crisis_response(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "crisis"})
         return {"answer": crisis_reply(self.settings.crisis_contacts), "trace": trace}
 
     @timed("clarify")
-    def clarify(self, state: ChatState) -> dict:
+    def clarify(self, state: ChatState, _context: TurnContext) -> dict:
         identification = state["identification"]
         trace = state["trace"].model_copy(update={"generator": "fixed"})
         if identification.outcome == "middling" and identification.candidates:
@@ -203,7 +227,7 @@ class AnswerNodes:
 
     # -- delivery ----------------------------------------------------------------------------
     @timed("respond")
-    def respond(self, state: ChatState) -> dict:
+    def respond(self, state: ChatState, _context: TurnContext) -> dict:
         screen, trace, turn = state["screen"], state["trace"].model_copy(deep=True), state["turn"]
         answer = screen.reply if screen.route == "notice" else state["answer"]
         if trace.notices and screen.route != "notice":
@@ -221,10 +245,6 @@ class AnswerNodes:
                 in_play[sid] = turn
         update["sources_in_play"] = in_play
         return update
-
-
-def _tokens(text: str) -> int:
-    return int(len(text.split()) * 1.35)  # close enough to BPE counts for English prose
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -247,3 +267,11 @@ def _resolve_clarification(text: str, offered: list[Candidate]) -> Candidate | N
         return offered[0]
     lowered = text.lower().strip(" ?.!")
     return next((c for c in offered if lowered and lowered in c.title.lower()), None)
+
+
+def draft_context(state: ChatState, services: Services) -> DraftContext:
+    """What the judges see of this turn: the message, the draft, the sources given, recent turns."""
+    sources = [d for sid in state.get("prompt_source_ids") or [] if (d := services.source_text(sid))]
+    history = [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
+               for m in state.get("messages", [])[-6:]]
+    return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources, history=history)

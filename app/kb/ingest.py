@@ -16,10 +16,10 @@ import frontmatter
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.errors import KnowledgeBaseError, ModelError
+from app.core.errors import KnowledgeBaseError, ModelError
+from app.core.models import RoleClient, call_structured
 from app.kb.loader import display_path, load_knowledge_base, natural_key
 from app.kb.schema import Source
-from app.models import RoleClient, call_structured
 
 SUFFIXES = {".md", ".markdown", ".txt"}
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")

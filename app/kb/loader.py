@@ -14,7 +14,7 @@ import frontmatter
 import yaml
 from pydantic import ValidationError
 
-from app.errors import KnowledgeBaseError
+from app.core.errors import KnowledgeBaseError
 from app.kb.schema import Source, SourceMeta
 
 # Files an author keeps beside the sources without meaning them as sources.

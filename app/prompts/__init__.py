@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from app.config import CrisisContact
+from app.core.config import CrisisContact
 from judges.rules import load_rules
 
 PROMPTS_DIR = Path(__file__).resolve().parent

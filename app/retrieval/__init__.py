@@ -6,14 +6,15 @@ Heavy imports (torch, chromadb) happen only when an identifier or embedder is bu
 
 from __future__ import annotations
 
-from app.config import Settings
-from app.retrieval.embeddings import Embedder
-from app.retrieval.identify import Candidate, Identification, SourceIdentifier
+from app.core.config import Settings
+from app.core.embeddings import Embedder
+from app.core.records import Candidate, Identification
+from app.retrieval.identify import SourceIdentifier
 
-__all__ = ["Candidate", "Embedder", "Identification", "SourceIdentifier", "open_identifier"]
+__all__ = ["Candidate", "Identification", "SourceIdentifier", "open_identifier"]
 
 
-def open_identifier(settings: Settings, *, show_progress: bool = False) -> SourceIdentifier:
+def open_identifier(settings: Settings, embedder: Embedder, *, show_progress: bool = False) -> SourceIdentifier:
     """Load the knowledge base, bring its index up to date (re-embedding only changed sources)
     and return an identifier for it. `identifier.index_report` says what the update did."""
     from app.kb.loader import load_knowledge_base
@@ -21,7 +22,7 @@ def open_identifier(settings: Settings, *, show_progress: bool = False) -> Sourc
     from app.retrieval.summaries import SummaryChooser, summaries_client
 
     kb = load_knowledge_base(settings.knowledge_base)
-    index = ChunkIndex(kb, settings)
+    index = ChunkIndex(kb, settings, embedder=embedder)
     report = index.sync(show_progress=show_progress)
     chooser = None
     if settings.retrieval.strategy != "retrieval":

@@ -20,7 +20,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.errors import CafbotError
+from app.core.errors import CafbotError
+from app.core.stats import percentile
 from app.retrieval.identify import SourceIdentifier
 
 
@@ -127,8 +128,8 @@ def summarise(results: list[EvalResult]) -> EvalReport:
         outcomes[r.outcome] += 1
     return EvalReport(
         **{k: v for k, v in _metrics(results).items() if k not in {"n", "n_covered", "n_not_covered"}},
-        latency_ms_p50=float(np.percentile(latencies, 50)),
-        latency_ms_p95=float(np.percentile(latencies, 95)),
+        latency_ms_p50=percentile(latencies, 50),
+        latency_ms_p95=percentile(latencies, 95),
         n=len(results), n_covered=len(covered), n_not_covered=len(results) - len(covered),
         covered_answered_none=float(np.mean([r.outcome == "none" for r in covered])) if covered else 0.0,
         outcomes=dict(outcomes),

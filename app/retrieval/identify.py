@@ -17,34 +17,17 @@ import math
 import time
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
-from app.config import Settings
-from app.errors import ModelError
+from app.core.config import Settings
+from app.core.errors import ModelError
+from app.core.records import Candidate, Identification, ModelCall
+from app.core.spelling import Speller, corpus_words
 from app.kb.loader import KnowledgeBase
-from app.models import ModelCall
 from app.retrieval.fusion import by_source, ranked, rrf
 from app.retrieval.index import ChunkIndex
 from app.retrieval.parts import split_parts
-from app.retrieval.spelling import Speller, corpus_words
 from app.retrieval.summaries import SummaryChooser
 
 Scored = list[tuple[str, float]]  # (source id, confidence), best first
-
-
-class Candidate(BaseModel):
-    source_id: str
-    title: str
-    confidence: float = Field(ge=0.0, le=1.0)  # calibrated enough to threshold
-    part: str | None = None  # the sub-question it answers
-
-
-class Identification(BaseModel):
-    outcome: Literal["clear", "middling", "none"]
-    candidates: list[Candidate]  # ranked, best first
-    parts: list[str]  # the sub-questions
-    latency_ms: float
-    model_calls: list[ModelCall] = Field(default_factory=list)  # the summary strategy's, if used
 
 
 def _sigmoid(x: float) -> float:

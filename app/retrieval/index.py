@@ -20,11 +20,11 @@ import numpy as np
 from pydantic import BaseModel
 from tqdm import tqdm
 
-from app.config import Settings
-from app.errors import ConfigError
+from app.core.config import Settings
+from app.core.embeddings import Embedder
+from app.core.errors import ConfigError
 from app.kb.loader import KnowledgeBase
 from app.retrieval.chunking import Chunk, chunk_source, source_fingerprint
-from app.retrieval.embeddings import Embedder
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _BATCH = 256
@@ -82,10 +82,9 @@ class Tokenizer:
 
 
 class ChunkIndex:
-    def __init__(self, kb: KnowledgeBase, settings: Settings, *, embedder: Embedder | None = None,
-                 client=None):
+    def __init__(self, kb: KnowledgeBase, settings: Settings, *, embedder: Embedder, client=None):
         self.settings = settings
-        self.embedder = embedder or Embedder.get()
+        self.embedder = embedder
         retrieval = settings.retrieval
         self.chunks: list[Chunk] = [c for s in kb for c in
                                     chunk_source(s, retrieval.chunk_words, retrieval.chunk_overlap_words)]

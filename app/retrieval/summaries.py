@@ -10,9 +10,10 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.models import RoleClient, call_structured, model_for
+from app.core.records import ModelCall
 from app.kb.loader import KnowledgeBase
-from app.models import ModelCall, RoleClient, call_structured, model_for
 
 _INSTRUCTIONS = """You route questions to the sources of a patient-education knowledge base.
 Below is every source: its id, title and summary. Name the sources whose content answers the

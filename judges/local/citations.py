@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from judges.local.text import citations_in, split_sentences
+from typing import TYPE_CHECKING
+
+from app.core.text import citations_in, split_sentences
 from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "citations"
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, _res: Resources) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
     known = {s.id for s in ctx.sources}

@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import TYPE_CHECKING
 
-from judges.local import crisis_model, crisis_signals, patterns, vectors
-from judges.local.text import split_sentences
+from app.core.spelling import Speller
+from app.core.text import split_sentences
+from judges.local import crisis_signals, patterns
 from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "crisis"
 
@@ -30,28 +35,9 @@ def _normaliser() -> tuple[re.Pattern[str], dict[str, str]]:
 
 
 @cache
-def _fuzzy_targets() -> tuple[str, ...]:
-    return tuple(patterns.section("crisis")["fuzzy_targets"])
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """True when a and b differ by one insertion, deletion, substitution or adjacent swap."""
-    if abs(len(a) - len(b)) > 1 or a == b:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    i = next((i for i in range(len(short)) if short[i] != long_[i]), len(short))
-    return short[i:] == long_[i + 1:]
-
-
-def _fix_word(match: re.Match[str]) -> str:
-    word = match.group(0)
-    if len(word) < 5 or word in _fuzzy_targets():
-        return word
-    return next((t for t in _fuzzy_targets() if _one_edit(word, t)), word)
+def _speller() -> Speller:
+    """Misspelt risk words ("myslef", "hurtng") are read as the word meant."""
+    return Speller(patterns.section("crisis")["fuzzy_targets"], min_length=5)
 
 
 def normalise(text: str, *, remove_idioms: bool = True) -> str:
@@ -59,7 +45,7 @@ def normalise(text: str, *, remove_idioms: bool = True) -> str:
     layer keeps them: it has learnt idioms from the hard negatives, and cut text reads oddly)."""
     text = re.sub(r"[’‘`]", "'", text.lower())
     text = re.sub(r"[“”]", '"', text)
-    text = re.sub(r"[a-z]+", _fix_word, text)
+    text = _speller().correct(text)
     pattern, mapping = _normaliser()
     text = pattern.sub(lambda m: mapping[m.group(1)], text)
     if remove_idioms:
@@ -80,7 +66,7 @@ def _cues() -> re.Pattern[str]:
                       re.IGNORECASE)
 
 
-def assess(text: str) -> tuple[bool, float, str, list[str]]:
+def assess(text: str, res: Resources) -> tuple[bool, float, str, list[str]]:
     """(crisis?, score, which layer, evidence sentences) for one message."""
     if not text or not text.strip():
         return False, 0.0, "", []
@@ -105,21 +91,21 @@ def assess(text: str) -> tuple[bool, float, str, list[str]]:
     with_idioms = normalise(text, remove_idioms=False)
     if cue or with_idioms == whole:  # a message whose only risk words were idioms stops here
         # Trained on whole messages with their idioms, so scored on them.
-        learned = crisis_model.probability([with_idioms])
+        learned = res.crisis_model.probability([with_idioms])
         if learned is not None and learned[0] >= learned[1]:
             return True, round(learned[0], 3), "model", sentences
     if not cue:
         return False, 0.0, "", []
-    return _embedding_layer(sentences, normed)
+    return _embedding_layer(sentences, normed, res)
 
 
-def _embedding_layer(sentences: list[str], normed: list[str]) -> tuple[bool, float, str, list[str]]:
+def _embedding_layer(sentences: list[str], normed: list[str], res: Resources) -> tuple[bool, float, str, list[str]]:
     candidates = [n for n in normed if _cues().search(n)][:4]
     if len(normed) > 1:
         candidates.append(" ".join(normed))
     section = patterns.section("crisis")
-    crisis = vectors.max_similarity(candidates, section["prototypes"])
-    safe = vectors.max_similarity(candidates, section["safe_prototypes"])
+    crisis = res.max_similarity(candidates, section["prototypes"])
+    safe = res.max_similarity(candidates, section["safe_prototypes"])
     if crisis is None or safe is None:
         return False, 0.0, "", []  # embeddings off: the pattern layers have decided
     best = int(crisis.argmax())
@@ -132,23 +118,23 @@ def _embedding_layer(sentences: list[str], normed: list[str]) -> tuple[bool, flo
     return True, round(min(1.0, score), 3), "embedding", evidence
 
 
-def detect_crisis(text: str) -> Finding:
+def detect_crisis(text: str, res: Resources) -> Finding:
     """The input screen: is this user message a crisis? Fast (patterns first) and recall first."""
-    crisis, score, _layer, evidence = assess(text)
+    crisis, score, _layer, evidence = assess(text, res)
     return Finding(check=CHECK, flagged=crisis, score=score, sentences=evidence,
                    detail="crisis" if crisis else "", suggested_verdict="reject" if crisis else "pass")
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, res: Resources) -> Finding:
     """The crisis judge's local check: the user message, earlier user turns, and the draft."""
-    user = detect_crisis(ctx.user)
+    user = detect_crisis(ctx.user, res)
     if user.flagged:
         return user
     if ctx.draft is None:
         return user
     turns = int(patterns.threshold(CHECK, "history_turns"))
     earlier = [t.content for t in ctx.history if t.role == "user"][-turns:]
-    flagged_before = [s for crisis, _, _, evidence in map(assess, earlier) if crisis for s in evidence]
+    flagged_before = [s for crisis, _, _, evidence in (assess(t, res) for t in earlier) if crisis for s in evidence]
     draft = ctx.draft
     minimising = patterns.regex("crisis", "draft_minimising").search(draft)
     encouraging = patterns.regex("crisis", "draft_encouraging").search(draft)

@@ -3,31 +3,29 @@
 Logistic regression over MiniLM embeddings of whole user messages, trained only on the train split
 of scenarios/judges (positives: messages expected "crisis"; negatives: every other user message).
 Its decision threshold is set by cross-validation on the training data: the highest recall whose
-false-alarm rate on held-out non-crisis messages stays within `model_max_false_positive`. Fitted weights are cached
-in memory and, when a cache folder is configured, on disk keyed by a hash of the training data.
+false-alarm rate on held-out non-crisis messages stays within `model_max_false_positive`.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from judges.local import patterns, vectors
-from judges.local.fitted import cache_file, load_or_fit
+from judges.local import patterns
+from judges.local.learned import (
+    LearnedCheck,
+    Weights,
+    fit_logistic,
+    out_of_fold_probability,
+    sigmoid,
+)
 
-log = logging.getLogger(__name__)
-FEATURE_VERSION = 2
-_lock = threading.Lock()
-_state: dict = {"model": None, "tried": False, "cache_dir": None, "train_dir": None}
-Model = tuple[np.ndarray, float, float]  # coefficients, intercept, decision threshold
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
-
-def configure(cache_dir: Path | None = None, train_dir: Path | None = None) -> None:
-    with _lock:
-        _state.update(model=None, tried=False, cache_dir=cache_dir, train_dir=train_dir)
+FEATURE_VERSION = 3
 
 
 def training_data(train_dir: Path) -> tuple[list[str], list[int]]:
@@ -42,73 +40,49 @@ def training_data(train_dir: Path) -> tuple[list[str], list[int]]:
     return list(labelled), list(labelled.values())
 
 
-def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
-    from sklearn.linear_model import LogisticRegression
-
-    c = patterns.threshold("crisis", "model_regularisation")
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000).fit(x, y)
-    return model.coef_[0].astype(np.float32), float(model.intercept_[0])
-
-
-def _probability(x: np.ndarray, coef: np.ndarray, intercept: float) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-(x @ coef + intercept)))
-
-
-def train(texts: list[str], labels: list[int]) -> Model | None:
+def train(x: np.ndarray, labels: list[int]) -> Weights | None:
     y = np.array(labels)
     if y.sum() < 10 or (1 - y).sum() < 10:
         return None
-    x = vectors.encode(texts)
-    if x is None:
-        return None
-    # Out-of-fold probabilities of the crisis messages set the threshold for unseen wording.
-    rng = np.random.default_rng(0)
-    folds = rng.permutation(len(y)) % 5
-    held_out = np.zeros(len(y))
-    for fold in range(5):
-        train_rows, test_rows = folds != fold, folds == fold
-        coef, intercept = _fit(x[train_rows], y[train_rows])
-        held_out[test_rows] = _probability(x[test_rows], coef, intercept)
-    # As much recall as the false-alarm budget allows: the other layers already catch the clear
+    c = patterns.threshold("crisis", "model_regularisation")
+    # Out-of-fold probabilities of the non-crisis messages set the threshold for unseen wording:
+    # as much recall as the false-alarm budget allows. The other layers already catch the clear
     # cases, and a crisis message sent to every worried question would teach people to ignore it.
+    held_out = out_of_fold_probability(x, y, c)
     budget = patterns.threshold("crisis", "model_max_false_positive")
     threshold = float(np.quantile(held_out[y == 0], 1.0 - budget))
     threshold = max(threshold, patterns.threshold("crisis", "model_min_threshold"))
-    coef, intercept = _fit(x, y)
-    return coef, intercept, threshold
+    coef, intercept = fit_logistic(x, y, c)
+    return {"coef": coef, "intercept": intercept, "threshold": threshold}
 
 
-def model() -> Model | None:
-    if _state["tried"]:
-        return _state["model"]
-    with _lock:
-        if _state["tried"]:
-            return _state["model"]
-        from judges.scenarios import SCENARIOS_DIR
+class CrisisModel:
+    def __init__(self, res: Resources, train_dir: Path, models_dir: Path | None):
+        self.res = res
+        self.check = LearnedCheck("crisis", key=lambda: self._key(train_dir), fit=lambda: self._fit(train_dir),
+                                  cache_dir=models_dir)
 
-        train_dir = Path(_state["train_dir"] or SCENARIOS_DIR / "train")
-        fitted = None
-        try:
-            if vectors.enabled() and train_dir.is_dir():
-                texts, labels = training_data(train_dir)
-                key = [FEATURE_VERSION, texts, labels, patterns.data()["thresholds"]["crisis"]]
-                arrays = load_or_fit(cache_file(_state["cache_dir"], "crisis", key),
-                                     lambda: train(texts, labels))
-                fitted = (arrays[0], float(arrays[1]), float(arrays[2])) if arrays is not None else None
-        except Exception as error:  # the patterns still stand without this layer
-            log.warning("crisis classifier unavailable, patterns only: %s", error)
-            fitted = None
-        _state.update(model=fitted, tried=vectors.enabled())
-        return fitted
+    def _key(self, train_dir: Path) -> list:
+        return [FEATURE_VERSION, *training_data(train_dir), patterns.data()["thresholds"]["crisis"]]
+
+    def _fit(self, train_dir: Path) -> Weights | None:
+        if not self.res.embeddings or not train_dir.is_dir():
+            return None
+        texts, labels = training_data(train_dir)
+        x = self.res.encode(texts)
+        return train(x, labels) if x is not None else None
+
+    def probability(self, texts: list[str]) -> tuple[float, float] | None:
+        """(highest crisis probability over the texts, the decision threshold), or None."""
+        weights = self.check.weights() if self.res.embeddings else None
+        if weights is None or not texts:
+            return None
+        embedded = self.res.encode(texts)
+        if embedded is None:
+            return None
+        p = sigmoid(embedded @ weights["coef"] + weights["intercept"])
+        return float(p.max()), float(weights["threshold"])
 
 
-def probability(texts: list[str]) -> tuple[float, float] | None:
-    """(highest crisis probability over the texts, the decision threshold), or None."""
-    fitted = model()
-    if fitted is None or not texts:
-        return None
-    embedded = vectors.encode(texts)
-    if embedded is None:
-        return None
-    coef, intercept, threshold = fitted
-    return float(_probability(embedded, coef, intercept).max()), threshold
+def learned(res: Resources, train_dir: Path, models_dir: Path | None) -> CrisisModel:
+    return CrisisModel(res, train_dir, models_dir)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from judges.local import patterns, vectors
-from judges.local.kinds import kind
-from judges.local.text import (
+from app.core.records import VERDICT_ORDER, Verdict
+from app.core.text import (
     citations_in,
     content_stems,
     numbers,
@@ -28,7 +28,12 @@ from judges.local.text import (
     stem,
     strip_citations,
 )
-from judges.schema import VERDICT_ORDER, DraftContext, Finding, Verdict
+from judges.local import patterns
+from judges.local.kinds import kind
+from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "grounding"
 _ANAPHORA = re.compile(r"^(it|its|they|their|these|this|that|those|he|she|them|such)\b", re.IGNORECASE)
@@ -70,7 +75,7 @@ def source_units(ctx: DraftContext) -> list[str]:
     return [u for s in ctx.sources if s.id in cited for u in units(s.text)]
 
 
-def analyse(ctx: DraftContext) -> list[SentenceSupport]:
+def analyse(ctx: DraftContext, res: Resources) -> list[SentenceSupport]:
     """Support figures for every cited sentence whose cited ids were provided."""
     generic = {stem(w) for w in patterns.section("grounding")["generic_words"]}
     medicines = patterns.words_regex("medicines")
@@ -83,9 +88,9 @@ def analyse(ctx: DraftContext) -> list[SentenceSupport]:
             continue
         source_text = " ".join(texts)
         pieces = [u for t in texts for u in units(t)]
-        sims = _similarities(claim, pieces)
+        sims = _similarities(claim, pieces, res)
         if previous and _ANAPHORA.match(claim):  # "These are..." needs the sentence before it
-            sims = np.maximum(sims, _similarities(f"{previous} {claim}", pieces))
+            sims = np.maximum(sims, _similarities(f"{previous} {claim}", pieces, res))
         order = np.argsort(-sims)
         closest = pieces[int(order[0])] if pieces else ""
         words = content_stems(claim) - generic
@@ -93,7 +98,7 @@ def analyse(ctx: DraftContext) -> list[SentenceSupport]:
         source_medicines = {m.lower() for m in medicines.findall(source_text)}
         results.append(SentenceSupport(
             sentence=sentence, kind=kind(sentence),
-            similarity=float(sims[int(order[0])]) if pieces and vectors.enabled() else None,
+            similarity=float(sims[int(order[0])]) if pieces and res.embeddings else None,
             closest=closest, novel_words=novel, novel_share=len(novel) / len(words) if words else 0.0,
             new_numbers=sorted(numbers(claim, small_words=False) - numbers(source_text)),
             source_has_numbers=bool(numbers(source_text, small_words=False)),
@@ -106,10 +111,10 @@ def analyse(ctx: DraftContext) -> list[SentenceSupport]:
     return results
 
 
-def _similarities(claim: str, pieces: list[str]) -> np.ndarray:
+def _similarities(claim: str, pieces: list[str], res: Resources) -> np.ndarray:
     """Cosine similarities to each source unit, or lexical overlap when embeddings are off."""
     if pieces:
-        encoded = vectors.encode([claim, *pieces])
+        encoded = res.encode([claim, *pieces])
         if encoded is not None:
             return encoded[1:] @ encoded[0]
     return np.array([_overlap(claim, u) for u in pieces], dtype=np.float32)
@@ -157,12 +162,12 @@ def _fmt(values: list[float]) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, res: Resources) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
     verdict: Verdict = "pass"
     offending, reasons, score = [], [], 0.0
-    for support in analyse(ctx):
+    for support in analyse(ctx, res):
         sentence_verdict, reason = judge_sentence(support)
         if sentence_verdict == "pass":
             continue

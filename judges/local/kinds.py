@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from app.core.text import is_question, strip_citations
 from judges.local import patterns
-from judges.local.text import is_question, strip_citations
 
 Kind = Literal["question", "marker", "meta", "referral", "empathy", "claim"]
 

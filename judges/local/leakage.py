@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import TYPE_CHECKING
 
-from judges.local import patterns, vectors
-from judges.local.text import content_stems, split_sentences, stem, words
+from app.core.text import content_stems, split_sentences, stem, words
+from judges.local import patterns
 from judges.rules import load_rules
 from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "leakage"
 
@@ -37,15 +41,15 @@ def _rules() -> tuple[set[tuple[str, ...]], list[str], list[str]]:
     return _ngrams(" ".join(phrases)), phrases, ids
 
 
-def reveals_rules(draft: str) -> tuple[bool, str, list[str]]:
+def reveals_rules(draft: str, res: Resources) -> tuple[bool, str, list[str]]:
     grams, phrases, ids = _rules()
     draft_grams = _ngrams(draft)
     share = len(draft_grams & grams) / len(draft_grams) if draft_grams else 0.0
     if share >= patterns.threshold(CHECK, "rules_ngram_share"):
         return True, f"{share:.0%} of the draft's wording is the rules text", []
     sentences = [p for s in split_sentences(draft) for p in re.split(r";|\s-\s|\s\d+\.\s", s) if len(p.split()) >= 3]
-    sims = vectors.encode(sentences) if sentences else None
-    proto = vectors.prototypes(phrases)
+    sims = res.encode(sentences) if sentences else None
+    proto = res.prototypes(phrases)
     if sims is None or proto is None:
         return False, "", []
     matrix = sims @ proto.T
@@ -73,11 +77,11 @@ def _injected_payloads(ctx: DraftContext) -> list[tuple[str, str]]:
     return found
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, res: Resources) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
     draft = ctx.draft
-    revealed, why, quoted = reveals_rules(draft)
+    revealed, why, quoted = reveals_rules(draft, res)
     if revealed:
         return Finding(check=CHECK, flagged=True, score=1.0, sentences=quoted or split_sentences(draft)[:3],
                        detail=f"reveals the system prompt or rules: {why}", suggested_verdict="reject")

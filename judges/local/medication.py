@@ -6,11 +6,15 @@ decisions ("your prescriber may lower the dose") are allowed."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from app.core.text import split_sentences
 from judges.local import patterns
 from judges.local.kinds import kind
-from judges.local.text import split_sentences
 from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "medication_change"
 
@@ -35,7 +39,7 @@ def advice_in(sentence: str) -> str | None:
     return None
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, _res: Resources) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
     found = [(s, phrase) for s in split_sentences(ctx.draft) if (phrase := advice_in(s))]

@@ -10,23 +10,117 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import ValidationError, model_validator
 
-from app.errors import ConfigError
+from app.core.errors import ConfigError
+from app.core.records import Record
 
 PATTERNS_FILE = Path(__file__).with_name("patterns.yaml")
 
 
+Regexes = list[str]
+
+
+class Thresholds(Record):
+    crisis: dict[str, float]
+    grounding: dict[str, float]
+    uncited: dict[str, float]
+    role_scope: dict[str, float]
+    leakage: dict[str, float]
+
+
+class Lexicon(Record):
+    medicines: list[str]
+    medicine_words: list[str]
+    care_team: list[str]
+
+
+class PatternsFile(Record):
+    """The schema of patterns.yaml: a misspelt section or key, a regex that does not compile or a
+    `{name}` with no word list is an error at start-up, naming the place, not a crashed check."""
+
+    thresholds: Thresholds
+    lexicon: Lexicon
+    grounding: dict[Literal["generic_words"], list[str]]
+    uncited: dict[Literal["specific", "allowed_prototypes"], list[str]]
+    verification: dict[Literal["topics"], Regexes]
+    medication: dict[Literal["advice", "negated_before", "prescriber_subject", "descriptive_after",
+                             "medicine_context"], Regexes | str]
+    transparency: dict[Literal["persona_claim", "overclaim", "negated_before"], Regexes | str]
+    leakage: dict[Literal["injection", "compliance", "refusal", "disclosure"], Regexes | str]
+    role_scope: dict[Literal["persona", "diagnosis", "therapy", "speculation", "negated_before"], Regexes | str]
+    kinds: dict[Literal["marker", "meta", "empathy", "referral_verbs", "pronoun_referral"], Regexes]
+    crisis: CrisisPatterns
+
+    @model_validator(mode="after")
+    def _regexes_compile(self) -> PatternsFile:
+        lexicon = self.lexicon.model_dump()
+        problems = []
+        for section, key, pattern in self._regexes():
+            unknown = [n for n in _REFERENCE.findall(pattern) if n not in lexicon]
+            if unknown:
+                problems.append(f"{section}.{key}: no word list named {unknown} in lexicon")
+                continue
+            try:
+                re.compile(_expand(pattern, lexicon))
+            except re.error as error:
+                problems.append(f"{section}.{key}: bad regex {pattern!r}: {error}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def _regexes(self):
+        for section in ("verification", "medication", "transparency", "leakage", "role_scope", "kinds"):
+            for key, value in getattr(self, section).items():
+                for pattern in [value] if isinstance(value, str) else value:
+                    yield section, key, pattern
+        crisis = self.crisis
+        for key in ("idioms", "strong", "soft", "info_request", "cues", "draft_response",
+                    "draft_minimising", "draft_encouraging"):
+            for pattern in getattr(crisis, key):
+                yield "crisis", key, pattern
+        for family, pattern in crisis.signals.items():
+            yield "crisis", f"signals.{family}", pattern
+
+
+class CrisisPatterns(Record):
+    normalise: dict[str, str]
+    fuzzy_targets: list[str]
+    idioms: Regexes
+    strong: Regexes
+    soft: Regexes
+    info_request: Regexes
+    question_start: str
+    cues: Regexes
+    signals_needed: int
+    core_signals: list[str]
+    signals: dict[str, str]
+    prototypes: list[str]
+    safe_prototypes: list[str]
+    draft_response: Regexes
+    draft_minimising: Regexes
+    draft_encouraging: Regexes
+
+
+PatternsFile.model_rebuild()
+
+
 @cache
 def data() -> dict[str, Any]:
+    """patterns.yaml, validated. Raises ConfigError naming the file and every problem."""
     try:
         loaded = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"{PATTERNS_FILE}: cannot load the local-check patterns: {error}") from error
-    if not isinstance(loaded, dict) or "thresholds" not in loaded or "lexicon" not in loaded:
-        raise ConfigError(f"{PATTERNS_FILE}: expected top-level 'thresholds' and 'lexicon' sections")
+    try:
+        PatternsFile.model_validate(loaded)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(file)'}: {e['msg']}"
+                             for e in error.errors())
+        raise ConfigError(f"{PATTERNS_FILE}: {problems}") from error
     return loaded
 
 
@@ -48,13 +142,17 @@ def word_list(name: str) -> list[str]:
     return list(data()["lexicon"][name])
 
 
-def _alternation(name: str) -> str:
+_REFERENCE = re.compile(r"\{([a-z_]+)\}")
+
+
+def _alternation(words: list[str]) -> str:
     return "|".join(re.escape(w) if not w.startswith("re:") else w[3:]
-                    for w in sorted(word_list(name), key=len, reverse=True))
+                    for w in sorted(words, key=len, reverse=True))
 
 
-def _expand(pattern: str) -> str:
-    return re.sub(r"\{([a-z_]+)\}", lambda m: f"(?:{_alternation(m.group(1))})", pattern)
+def _expand(pattern: str, lexicon: dict[str, list[str]] | None = None) -> str:
+    lexicon = lexicon if lexicon is not None else data()["lexicon"]
+    return _REFERENCE.sub(lambda m: f"(?:{_alternation(lexicon[m.group(1)])})", pattern)
 
 
 @cache
@@ -73,7 +171,7 @@ def regex(section_name: str, key: str) -> re.Pattern[str]:
 @cache
 def words_regex(name: str) -> re.Pattern[str]:
     """A whole-word regex for a lexicon word list."""
-    return re.compile(rf"\b(?:{_alternation(name)})\b", re.IGNORECASE)
+    return re.compile(rf"\b(?:{_alternation(word_list(name))})\b", re.IGNORECASE)
 
 
 def first_match(section_name: str, key: str, text: str) -> str | None:

@@ -7,32 +7,25 @@ sentence are dropped, a first model is fitted, then each bag keeps only its sent
 finds out of role (at least its most likely one) for the final fit. Features: the MiniLM
 embedding plus the role patterns' flags and a few counts. Training takes about a second (most of
 it embedding ~500 sentences); the fitted weights are kept in memory and, when a cache folder is
-configured, on disk keyed by a hash of the training data.
+configured, on disk (judges.local.learned).
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from judges.local import patterns, vectors
-from judges.local.fitted import cache_file, load_or_fit
+from app.core.text import citations_in, split_sentences, words
+from judges.local import patterns
 from judges.local.kinds import kind
-from judges.local.text import citations_in, split_sentences, words
+from judges.local.learned import LearnedCheck, Weights, fit_logistic, sigmoid
 
-log = logging.getLogger(__name__)
-FEATURE_VERSION = 1
-_lock = threading.Lock()
-_state: dict = {"model": None, "tried": False, "cache_dir": None, "train_dir": None}
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
-
-def configure(cache_dir: Path | None = None, train_dir: Path | None = None) -> None:
-    """Where to cache the fitted weights and which scenarios to train on; forgets the model."""
-    with _lock:
-        _state.update(model=None, tried=False, cache_dir=cache_dir, train_dir=train_dir)
+FEATURE_VERSION = 2
 
 
 def _hand(sentence: str) -> list[float]:
@@ -75,77 +68,58 @@ def training_data(train_dir: Path) -> tuple[list[str], list[list[str]]]:
     return list(dict.fromkeys(negatives)), bags
 
 
-def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
-    from sklearn.linear_model import LogisticRegression
-
+def train(x_neg: np.ndarray, x_bag: np.ndarray, keep: np.ndarray, bags: list[list[str]]) -> Weights:
+    """Multiple-instance fit: a first model on every kept bag sentence, then each flagged draft
+    keeps its out-of-role sentences (at least its likeliest) for the final fit."""
     c = patterns.threshold("role_scope", "regularisation")
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000).fit(x, y)
-    return model.coef_[0].astype(np.float32), float(model.intercept_[0])
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-def train(negatives: list[str], bags: list[list[str]]) -> tuple[np.ndarray, float] | None:
-    bag_sentences = [s for bag in bags for s in bag]
-    embedded = vectors.encode(negatives + bag_sentences)
-    if embedded is None or not negatives or not bag_sentences:
-        return None
-    neg_vec, bag_vec = embedded[:len(negatives)], embedded[len(negatives):]
-    x_neg = _features(negatives, neg_vec)
-    overlap = (bag_vec @ neg_vec.T).max(axis=1)
-    keep = overlap < patterns.threshold("role_scope", "positive_overlap")
-    x_bag = _features(bag_sentences, bag_vec)
-    coef, intercept = _fit(np.vstack([x_neg, x_bag[keep]]),
-                           np.r_[np.zeros(len(negatives)), np.ones(int(keep.sum()))])
-    p = _sigmoid(x_bag @ coef + intercept)
-    chosen, start = np.zeros(len(bag_sentences), dtype=bool), 0
-    for bag in bags:  # each flagged draft keeps its out-of-role sentences, at least its likeliest
+    coef, intercept = fit_logistic(np.vstack([x_neg, x_bag[keep]]),
+                                   np.r_[np.zeros(len(x_neg)), np.ones(int(keep.sum()))], c)
+    p = sigmoid(x_bag @ coef + intercept)
+    chosen, start = np.zeros(len(x_bag), dtype=bool), 0
+    for bag in bags:
         idx = np.arange(start, start + len(bag))
         chosen[idx[(p[idx] >= 0.5) & keep[idx]]] = True
         chosen[idx[int(np.argmax(np.where(keep[idx], p[idx], -1)))]] = True
         start += len(bag)
-    return _fit(np.vstack([x_neg, x_bag[chosen]]), np.r_[np.zeros(len(negatives)), np.ones(int(chosen.sum()))])
+    coef, intercept = fit_logistic(np.vstack([x_neg, x_bag[chosen]]),
+                                   np.r_[np.zeros(len(x_neg)), np.ones(int(chosen.sum()))], c)
+    return {"coef": coef, "intercept": intercept}
 
 
-def model() -> tuple[np.ndarray, float] | None:
-    """The fitted weights, trained at first use; None when there is no training data or model."""
-    if _state["tried"]:
-        return _state["model"]
-    with _lock:
-        if _state["tried"]:
-            return _state["model"]
-        from judges.scenarios import SCENARIOS_DIR
+class RoleModel:
+    def __init__(self, res: Resources, train_dir: Path, models_dir: Path | None):
+        self.res = res
+        self.check = LearnedCheck("role_scope", key=lambda: self._key(train_dir),
+                                  fit=lambda: self._fit(train_dir), cache_dir=models_dir)
 
-        train_dir = _state["train_dir"] or SCENARIOS_DIR / "train"
-        fitted = None
-        try:
-            if vectors.enabled() and Path(train_dir).is_dir():
-                negatives, bags = training_data(Path(train_dir))
-                key = [FEATURE_VERSION, vectors.__name__, negatives, bags, patterns.section("role_scope"),
-                       patterns.data()["thresholds"]["role_scope"]]
-                arrays = load_or_fit(cache_file(_state["cache_dir"], "role_scope", key),
-                                     lambda: train(negatives, bags))
-                fitted = (arrays[0], float(arrays[1])) if arrays is not None else None
-        except Exception as error:  # no classifier is a weaker check, never a broken one
-            log.warning("role_scope classifier unavailable, patterns only: %s", error)
-            fitted = None
-        _state.update(model=fitted, tried=vectors.enabled())
-        return fitted
+    def _key(self, train_dir: Path) -> list:
+        return [FEATURE_VERSION, *training_data(train_dir), patterns.section("role_scope"),
+                patterns.data()["thresholds"]["role_scope"]]
 
+    def _fit(self, train_dir: Path) -> Weights | None:
+        if not self.res.embeddings or not train_dir.is_dir():
+            return None
+        negatives, bags = training_data(train_dir)
+        bag_sentences = [s for bag in bags for s in bag]
+        embedded = self.res.encode(negatives + bag_sentences)
+        if embedded is None or not negatives or not bag_sentences:
+            return None
+        neg_vec, bag_vec = embedded[:len(negatives)], embedded[len(negatives):]
+        keep = (bag_vec @ neg_vec.T).max(axis=1) < patterns.threshold("role_scope", "positive_overlap")
+        return train(_features(negatives, neg_vec), _features(bag_sentences, bag_vec), keep, bags)
 
-def predict(sentences: list[str]) -> np.ndarray | None:
-    """Out-of-role probability per sentence, or None without a classifier."""
-    fitted = model()
-    if fitted is None or not sentences:
-        return None
-    embedded = vectors.encode(sentences)
-    if embedded is None:
-        return None
-    coef, intercept = fitted
-    mask = np.array([judged(s) for s in sentences])
-    return np.where(mask, _sigmoid(_features(sentences, embedded) @ coef + intercept), 0.0)
+    def predict(self, sentences: list[str]) -> np.ndarray | None:
+        """Out-of-role probability per sentence, or None without a classifier."""
+        weights = self.check.weights() if self.res.embeddings else None
+        if weights is None or not sentences:
+            return None
+        embedded = self.res.encode(sentences)
+        if embedded is None:
+            return None
+        mask = np.array([judged(s) for s in sentences])
+        p = sigmoid(_features(sentences, embedded) @ weights["coef"] + weights["intercept"])
+        return np.where(mask, p, 0.0)
 
 
-__all__ = ["configure", "model", "predict", "train", "training_data"]
+def learned(res: Resources, train_dir: Path, models_dir: Path | None) -> RoleModel:
+    return RoleModel(res, train_dir, models_dir)

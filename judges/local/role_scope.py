@@ -10,10 +10,15 @@ scenarios/judges (see role_model.py), at first use, in well under a few seconds.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from judges.local import patterns, role_model
-from judges.local.text import split_sentences, strip_citations
-from judges.schema import VERDICT_ORDER, DraftContext, Finding, Verdict
+from app.core.records import VERDICT_ORDER, Verdict
+from app.core.text import split_sentences, strip_citations
+from judges.local import patterns
+from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "role_scope"
 KINDS: dict[str, Verdict] = {"persona": "reject", "diagnosis": "reject", "therapy": "reject",
@@ -31,7 +36,7 @@ def pattern_hits(sentence: str) -> dict[str, bool]:
     return hits
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, res: Resources) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
     sentences = split_sentences(ctx.draft)
@@ -46,7 +51,7 @@ def check(ctx: DraftContext) -> Finding:
                 if VERDICT_ORDER[KINDS[family]] > VERDICT_ORDER[verdict]:
                     verdict = KINDS[family]
     score = 1.0 if verdict == "reject" else 0.6 if verdict == "warn" else 0.0
-    probabilities = role_model.predict(sentences)
+    probabilities = res.role_model.predict(sentences)
     if probabilities is not None and len(sentences):
         best = int(probabilities.argmax())
         p = float(probabilities[best])

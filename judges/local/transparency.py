@@ -5,10 +5,14 @@ claims certainty the sources do not give ("guarantees", "will definitely", "perf
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from app.core.text import split_sentences
 from judges.local import patterns
-from judges.local.text import split_sentences
 from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "transparency"
 
@@ -24,7 +28,7 @@ def _hits(key: str, sentences: list[str]) -> list[str]:
     return found
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, _res: Resources) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
     sentences = split_sentences(ctx.draft)

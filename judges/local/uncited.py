@@ -9,10 +9,15 @@ outcomes); a specific claim stays a rejection even when marked as general inform
 
 from __future__ import annotations
 
-from judges.local import patterns, vectors
+from typing import TYPE_CHECKING
+
+from app.core.text import citations_in, split_sentences, words
+from judges.local import patterns
 from judges.local.kinds import kind
-from judges.local.text import citations_in, split_sentences, words
 from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "uncited_claims"
 
@@ -21,7 +26,7 @@ def is_specific(sentence: str) -> bool:
     return bool(patterns.regex("uncited", "specific").search(sentence))
 
 
-def uncited_claims(draft: str) -> list[tuple[str, bool]]:
+def uncited_claims(draft: str, res: Resources) -> list[tuple[str, bool]]:
     """(sentence, is it a specific medical claim?) for each uncited claim in the draft."""
     found: list[tuple[str, bool]] = []
     candidates: list[str] = []
@@ -36,17 +41,17 @@ def uncited_claims(draft: str) -> list[tuple[str, bool]]:
             candidates.append(sentence)
     # Basic-sounding claims close to an allowed kind (in other words) get the benefit of the doubt.
     basic = [s for s in candidates if not is_specific(s)]
-    allowed = vectors.max_similarity(basic, patterns.section("uncited")["allowed_prototypes"])
+    allowed = res.max_similarity(basic, patterns.section("uncited")["allowed_prototypes"])
     threshold = patterns.threshold("uncited", "allowed_similarity")
     excused = {s for s, sim in zip(basic, [] if allowed is None else allowed, strict=False) if sim >= threshold}
     found += [(s, is_specific(s)) for s in candidates if s not in excused]
     return found
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, res: Resources) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
-    claims = uncited_claims(ctx.draft)
+    claims = uncited_claims(ctx.draft, res)
     if not claims:
         return Finding(check=CHECK, flagged=False, score=0.0)
     specific = [s for s, is_spec in claims if is_spec]

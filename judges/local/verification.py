@@ -3,15 +3,20 @@ the person to check with their care team (doctor, nurse, pharmacist...)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from app.core.text import split_sentences
 from judges.local import patterns
 from judges.local.kinds import is_referral, kind
-from judges.local.text import split_sentences
 from judges.schema import DraftContext, Finding
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
 
 CHECK = "verification"
 
 
-def check(ctx: DraftContext) -> Finding:
+def check(ctx: DraftContext, _res: Resources) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
     sentences = split_sentences(ctx.draft)

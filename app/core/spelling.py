@@ -1,18 +1,21 @@
 """Correct misspelt words against the knowledge base's own vocabulary.
 
-"skitzophrenia" or "olanzipine" find nothing in BM25 and little in the embedding. A word is
-corrected only when it is unknown to both the knowledge base and the embedding model's word list
-(so real words such as "weather" are left alone) and a knowledge-base word of similar length,
-starting with the same letter, is close enough (difflib ratio). Candidates are bucketed by first
-letter, which keeps a look-up well under a millisecond.
+"skitzophrenia" or "olanzipine" find nothing in BM25 and little in the embedding; "myslef" hides
+a crisis from a pattern. A word is corrected only when it is unknown (not in the vocabulary or
+the known-word list, so real words such as "weather" are left alone) and a vocabulary word of
+similar length, starting with the same letter, is close enough (rapidfuzz's normalised
+similarity). Candidates are bucketed by first letter, which keeps a look-up well under a
+millisecond. Retrieval corrects against the knowledge base's words; the crisis screen against its
+own short list of risk words.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+
+from rapidfuzz import fuzz, process
 
 _WORD = re.compile(r"[A-Za-z]+")
 
@@ -35,7 +38,7 @@ class Speller:
             return word
         if lower not in self._memo:
             candidates = [w for w in self._buckets.get(lower[0], ()) if abs(len(w) - len(lower)) <= 2]
-            found = difflib.get_close_matches(lower, candidates, n=1, cutoff=self.cutoff)
+            found = process.extractOne(lower, candidates, scorer=fuzz.ratio, score_cutoff=self.cutoff * 100)
             if len(self._memo) > 50_000:
                 self._memo.clear()
             self._memo[lower] = found[0] if found else lower

@@ -15,20 +15,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
-from app.errors import ModelError
+from app.core.errors import ModelError
+from app.core.records import ModelCall
 
 T = TypeVar("T", bound=BaseModel)
-
-
-class ModelCall(BaseModel):
-    role: str
-    model: str
-    purpose: str = ""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    ok: bool = True
-    error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.config import ROLES, Provider, Settings
-from app.errors import ConfigError, ModelError
+from app.core.config import ROLES, Provider, Settings
+from app.core.errors import ConfigError, ModelError
 
 log = logging.getLogger(__name__)
 

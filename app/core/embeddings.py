@@ -1,6 +1,7 @@
 """Sentence embeddings with all-MiniLM-L6-v2, offline and on the CPU.
 
-One model per process (`Embedder.get()`): loading takes seconds, encoding a question milliseconds.
+Load one per process and pass it on (the chatbot's `Resources` owns it): loading takes seconds,
+encoding a question milliseconds.
 Vectors are L2-normalised float32, so a dot product is the cosine similarity. Short batches (the
 questions of a chat) go through an LRU cache, because the same question is often embedded twice in
 one turn (retrieval, then sentence picking).
@@ -25,9 +26,6 @@ _CACHEABLE_BATCH = 16  # bigger batches are corpus indexing: caching them would 
 
 
 class Embedder:
-    _instance: Embedder | None = None
-    _instance_lock = threading.Lock()
-
     def __init__(self, model_path: str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -50,15 +48,6 @@ class Embedder:
         self._threads = max(1, torch.get_num_threads())
         self._lock = threading.Lock()  # one encode at a time: torch on 2 cores gains nothing from more
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    @classmethod
-    def get(cls) -> Embedder:
-        """The process-wide instance, loaded on first use."""
-        if cls._instance is None:
-            with cls._instance_lock:
-                if cls._instance is None:
-                    cls._instance = cls()
-        return cls._instance
 
     def encode(self, texts: list[str], batch_size: int = 64, *, cache: bool | None = None) -> np.ndarray:
         """(len(texts), 384) float32, rows L2-normalised. `cache`: remember the vectors (None:

@@ -25,7 +25,7 @@ class ModelError(CafbotError):
 
     def __init__(self, role: str, model: str, reason: str):
         self.role, self.model, self.reason = role, model, reason
-        self.call = None  # the failed call's record (app.models.ModelCall), when there was one
+        self.call = None  # the failed call's record (app.core.models.ModelCall), when there was one
         super().__init__(
             f"The {role} model ({model or 'unnamed'}) failed: {reason.rstrip('.')}. "
             "Check that its endpoint is running and reachable (`cafbot config show`), "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
 
-from app.config import Provider, Role, Settings
-from app.errors import ConfigError
-from app.models.calls import RoleClient
+from app.core.config import Provider, Role, Settings
+from app.core.errors import ConfigError
+from app.core.models.calls import RoleClient
 
 
 def model_for(role: Role, settings: Settings) -> RoleClient | None:

@@ -1,0 +1,11 @@
+"""What people read back: conversations and their turns (and, as they arrive, drift runs, raters
+and scores), in one database behind one migration scheme.
+
+It depends on `app.core` only, so the scoring tools and analyses load traces without LangGraph.
+LangGraph's checkpointer, which resumes conversations, keeps its own tables.
+"""
+
+from app.store.database import Database, StoreError
+from app.store.turns import Conversation, TurnConflict, TurnLog
+
+__all__ = ["Conversation", "Database", "StoreError", "TurnConflict", "TurnLog"]

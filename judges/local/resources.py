@@ -1,0 +1,101 @@
+"""What tier 0 needs at run time, owned in one place and passed to every check: the sentence
+embedder, vectors of the fixed phrase lists, and the learned checks.
+
+One `Resources` is built per process (the chatbot builds it from settings) and handed to the
+cascade and the input screen; nothing in the local checks keeps state of its own. Embeddings can
+be off (`caf.local_embeddings = false`, or no embedder): the checks then use their lexical layers,
+which is also what happens if the model fails, so tier 0 never fails because of the model.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from app.core.embeddings import Embedder
+from app.core.records import SourceText
+from judges.local import patterns
+from judges.local.learned import LearnedCheck
+
+log = logging.getLogger(__name__)
+TRAIN_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "judges" / "train"
+
+
+class Resources:
+    def __init__(self, embedder: Embedder | None = None, *, use_embeddings: bool = True,
+                 models_dir: Path | None = None, train_dir: Path | None = None):
+        self.embedder = embedder
+        self._use_embeddings = use_embeddings and embedder is not None
+        self._broken = False
+        self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
+        self._lock = threading.Lock()
+        from judges.local import crisis_model, role_model  # they read patterns and the text helpers
+
+        train_dir = train_dir or TRAIN_DIR
+        self.crisis_model = crisis_model.learned(self, train_dir, models_dir)
+        self.role_model = role_model.learned(self, train_dir, models_dir)
+
+    @classmethod
+    def from_settings(cls, settings, embedder: Embedder | None) -> Resources:
+        return cls(embedder, use_embeddings=settings.local_embeddings,
+                   models_dir=settings.models_dir)
+
+    @property
+    def embeddings(self) -> bool:
+        return self._use_embeddings and not self._broken
+
+    def encode(self, texts: list[str]) -> np.ndarray | None:
+        """Normalised vectors (rows), or None when embeddings are off or unavailable. Cached by
+        the embedder: source sentences recur from turn to turn."""
+        if not self.embeddings or self.embedder is None:
+            return None
+        try:
+            return self.embedder.encode(list(texts), cache=True)
+        except Exception as error:  # a broken model must not break tier 0: fall back to lexical
+            log.warning("local checks: embeddings unavailable, lexical layers only (%s)", error)
+            self._broken = True
+            return None
+
+    def prototypes(self, texts: list[str]) -> np.ndarray | None:
+        """Vectors of a fixed phrase list, computed once per Resources."""
+        key = tuple(texts)
+        if (hit := self._prototypes.get(key)) is not None:
+            return hit
+        vectors = self.encode(list(key))
+        if vectors is not None:
+            with self._lock:
+                self._prototypes[key] = vectors
+        return vectors
+
+    def max_similarity(self, texts: list[str], against: list[str]) -> np.ndarray | None:
+        """For each text, its highest cosine similarity to any phrase in `against`."""
+        if not texts or not against:
+            return np.zeros(len(texts), dtype=np.float32)
+        proto = self.prototypes(against)
+        vectors = self.encode(texts) if proto is not None else None
+        if proto is None or vectors is None:
+            return None
+        return (vectors @ proto.T).max(axis=1)
+
+    def learned_checks(self) -> tuple[LearnedCheck, ...]:
+        return (self.crisis_model.check, self.role_model.check)
+
+    def warm_up(self, sources: Iterable[SourceText] = ()) -> float:
+        """Embed the prototype phrases and the given sources and load the learned checks, so that
+        the first turn is as fast as the others. Returns the seconds it took."""
+        from judges.local import grounding
+
+        started = time.perf_counter()
+        if self.embeddings:
+            for section, key in (("crisis", "prototypes"), ("crisis", "safe_prototypes"),
+                                 ("uncited", "allowed_prototypes")):
+                self.prototypes(patterns.section(section)[key])
+            self.encode([u for s in sources for u in grounding.units(s.text)])
+            for check in self.learned_checks():
+                check.weights()
+        return time.perf_counter() - started

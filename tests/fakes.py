@@ -1,0 +1,59 @@
+"""Fast stand-ins for the two heavy parts, so the fast suite runs whole turns through the real
+graph, filter, checkpointer and store: an embedder that hashes words (no model to load) and an
+identifier that matches a question's words against each source's title, keywords and summary
+(no index to build). Their answers are deterministic; retrieval quality is not what they test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import numpy as np
+
+from app.core.records import Candidate, Identification
+from app.core.text import STOPWORDS, stem, words
+from app.kb.loader import KnowledgeBase
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in words(text) if w not in STOPWORDS and len(w) > 2}
+
+
+class HashingEmbedder:
+    name = "hashing-test-embedder"
+    dimensions = 384
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, texts: list[str], batch_size: int = 64, *, cache: bool | None = None) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in _stems(text) or {"_empty"}:
+                out[row, int(hashlib.md5(token.encode()).hexdigest(), 16) % self.dimensions] += 1.0
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def known_words(self) -> set[str]:
+        return set()
+
+
+class KeywordIdentifier:
+    """Two or more shared word stems: clear; one: "did you mean"; none: not covered."""
+
+    def __init__(self, knowledge_base: KnowledgeBase):
+        self.knowledge_base = knowledge_base
+        self._stems = {s.id: _stems(" ".join([s.title, s.summary, *s.keywords])) for s in knowledge_base}
+
+    def identify(self, question: str, recent: list[str] | None = None) -> Identification:
+        started = time.perf_counter()
+        asked = _stems(question)
+        scored = sorted(((len(asked & stems), sid) for sid, stems in self._stems.items()), reverse=True)
+        best = scored[0][0] if scored else 0
+        outcome = "clear" if best >= 2 else "middling" if best == 1 else "none"
+        candidates = [Candidate(source_id=sid, title=self.knowledge_base.get(sid).title,
+                                confidence=min(1.0, hits / 4))
+                      for hits, sid in scored[:3] if hits]
+        return Identification(outcome=outcome, candidates=candidates, parts=[question],
+                              latency_ms=(time.perf_counter() - started) * 1000)

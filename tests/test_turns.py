@@ -1,0 +1,141 @@
+"""Whole turns through the real graph, filter, SQLite checkpointer and store, fast: the embedder and
+the identifier are the test fakes (tests/fakes.py), the chat model is scripted where one is used."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from app.core.models import RoleClient
+from app.core.models.scripted import ScriptedChatModel
+from app.session import UnknownThread
+
+QUESTION = "Why does clozapine need regular blood tests?"
+UNSAFE = "You can stop clozapine now and take half your usual dose instead [S11]."
+
+
+def scripted_chat(*replies, respond=None) -> RoleClient:
+    return RoleClient("chat", "scripted-chat", ScriptedChatModel(list(replies), respond=respond))
+
+
+def test_an_offline_turn_runs_every_node_and_cites_its_source(fast_bot):
+    bot = fast_bot()
+    trace = bot.ask(bot.new_thread(), QUESTION)
+    assert trace.route == "answer" and trace.generator == "extractive"
+    assert [n.node for n in trace.nodes] == ["screen_input", "identify_sources", "enhance_prompt",
+                                             "generate", "critical_analysis", "respond"]
+    assert "S11" in trace.citations and set(trace.citations) <= set(trace.prompt_sources)
+    assert trace.caf is not None and trace.caf.mode == "on"
+
+
+def test_one_chatbot_serves_the_filter_on_and_off_per_turn(fast_bot):
+    bot = fast_bot(chat=scripted_chat(respond=lambda messages: UNSAFE))
+    thread = bot.new_thread()
+    on = bot.ask(thread, QUESTION, caf="on")
+    off = bot.ask(thread, QUESTION, caf="off")
+    assert "half your usual dose" not in on.answer and on.fallback_used
+    assert off.answer == UNSAFE and off.caf is None and off.caf_mode == "off"
+    assert [t.caf_mode for t in bot.turn_log.turns(thread)] == ["on", "off"]
+
+
+def test_tier0_mode_calls_no_llm_judge_even_when_one_is_configured(fast_bot):
+    screener = RoleClient("screener", "scripted-screener", ScriptedChatModel([]))  # any call fails loudly
+    bot = fast_bot(chat=scripted_chat(respond=lambda messages: UNSAFE))
+    bot.services.caf.cascade.llm_tiers[1] = screener
+    trace = bot.ask(bot.new_thread(), QUESTION, caf="tier0")
+    assert trace.caf.mode == "tier0" and trace.caf.llm_calls == 0 and screener.llm.prompts == []
+    assert "half your usual dose" not in trace.answer
+
+
+def test_a_rejected_llm_draft_is_replaced_by_a_fallback_the_filter_passed(fast_bot):
+    bot = fast_bot(chat=scripted_chat(respond=lambda messages: UNSAFE))
+    trace = bot.ask(bot.new_thread(), QUESTION)
+    assert trace.fallback_used and trace.generator == "llm"
+    assert trace.caf.final_verdict in ("pass", "warn")  # the fallback's own verdict
+    judged = [j for j in trace.caf.judgements if j.tier == 0]
+    assert len(judged) > len(trace.caf.judges_applied)  # the draft and the fallback were both judged
+
+
+def test_a_crisis_message_takes_the_crisis_route_without_generation(fast_bot):
+    chat = scripted_chat()  # any call would exhaust the script
+    bot = fast_bot(chat=chat)
+    trace = bot.ask(bot.new_thread(), "i cant do this anymore, i want to end my life tonight")
+    assert trace.route == "crisis" and "identify_sources" not in [n.node for n in trace.nodes]
+    assert chat.llm.prompts == []
+
+
+def test_an_empty_message_leaves_the_conversation_unchanged(fast_bot):
+    bot = fast_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, QUESTION)
+    before = bot.messages(thread)
+    assert bot.ask(thread, " \u200b ").route == "notice"
+    assert bot.messages(thread) == before
+
+
+def test_a_conversation_survives_a_restart(fast_bot, tmp_path):
+    first_bot = fast_bot(data_dir=tmp_path / "shared")
+    thread = first_bot.new_thread()
+    first = first_bot.ask(thread, QUESTION)
+    first_bot.close()
+    second_bot = fast_bot(data_dir=tmp_path / "shared")  # a new process opens the same files
+    assert second_bot.messages(thread)[1].content == first.answer
+    assert second_bot.ask(thread, "How can I sleep better at night?").turn == 2
+    assert [t.turn for t in second_bot.turn_log.turns(thread)] == [1, 2]
+
+
+def test_a_fork_starts_where_the_parent_stood_and_leaves_the_parent_alone(fast_bot):
+    bot = fast_bot()
+    parent = bot.new_thread()
+    bot.ask(parent, QUESTION)
+    bot.ask(parent, "How can I sleep better at night?")
+    child = bot.fork(parent, at_turn=1, label="sample-1")
+    assert [m.content for m in bot.messages(child)] == [m.content for m in bot.messages(parent)[:2]]
+    assert bot.ask(child, "What helps with stress?").turn == 2
+    assert len(bot.messages(parent)) == 4 and len(bot.messages(child)) == 4
+    assert [t.turn for t in bot.turn_log.turns(child)] == [1, 2]
+    assert bot.turn_log.conversation(child).parent_thread_id == parent
+    with pytest.raises(UnknownThread):
+        bot.fork(parent, at_turn=7)
+
+
+def test_conversations_are_listed_and_deleted_from_every_store(fast_bot):
+    bot = fast_bot()
+    keep, gone = bot.new_thread(label="keep"), bot.new_thread(label="gone")
+    bot.ask(keep, QUESTION)
+    bot.ask(gone, QUESTION)
+    assert {c.thread_id: c.turns for c in bot.list_threads()} == {keep: 1, gone: 1}
+    assert bot.delete(gone) is True
+    assert [c.thread_id for c in bot.list_threads()] == [keep]
+    assert bot.messages(gone) == [] and bot.turn_log.turns(gone) == []
+    assert bot.delete(gone) is False
+
+
+def test_the_store_imports_without_langgraph():
+    code = ("import sys, app.store; "
+            "bad = sorted(m for m in sys.modules if m.startswith(('langgraph', 'langchain', 'torch'))); "
+            "print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+CONVERSATION = [
+    "What are negative symptoms?",
+    "How can I sleep better at night?",
+    "What is a long-acting injection?",
+    "How can family members help?",
+    "What helps with stress?",
+    "Can I work or study with schizophrenia?",
+]
+
+
+def test_a_longer_conversation_keeps_every_turn_in_order(fast_bot):
+    bot = fast_bot()
+    thread = bot.new_thread()
+    traces = [bot.ask(thread, text) for text in CONVERSATION]
+    assert [t.turn for t in traces] == list(range(1, len(CONVERSATION) + 1))
+    assert all(t.answer.strip() for t in traces)
+    assert [t.user_message for t in bot.turn_log.turns(thread)] == CONVERSATION
+    assert len(bot.messages(thread)) == 2 * len(CONVERSATION)
