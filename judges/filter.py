@@ -53,13 +53,14 @@ class CriticalAnalysisFilter:
         tiers = {0} if mode == "tier0" else None
         refiner = self.refiner if mode == "on" else None
         report, calls = CafReport(mode=mode), []
-        rejected: set[str] = set()
-        result = self._judge(ctx, tiers, report, calls)
+        rejected: set[str] = set()  # texts rejected in this call: never judged, nor delivered, again
+        last = self._judge(ctx, tiers, report, calls)
+        if not last.passed:
+            rejected.add(_normal(ctx.draft))
         rounds = 0
-        while not result.passed and refiner is not None and rounds < self.max_refine_rounds \
-                and not result.failed_closed:
-            rejected.add(ctx.draft or "")
-            failing = [j for j in result.final.values() if j.verdict == "reject"]
+        while _normal(ctx.draft) in rejected and refiner is not None and rounds < self.max_refine_rounds \
+                and not last.failed_closed:
+            failing = [j for j in last.final.values() if j.verdict == "reject"]
             try:
                 new_draft, call = refine(refiner, ctx, failing)
             except ModelError as error:
@@ -69,22 +70,24 @@ class CriticalAnalysisFilter:
             calls.append(call)
             rounds += 1
             ctx = ctx.model_copy(update={"draft": new_draft})
-            result = self._judge(ctx, tiers, report, calls)
+            if _normal(new_draft) in rejected:
+                report.errors.append("the refiner repeated a rejected draft")
+                continue
+            last = self._judge(ctx, tiers, report, calls)
+            if not last.passed:
+                rejected.add(_normal(new_draft))
         report.refine_rounds = rounds
 
-        text: str | None = ctx.draft if result.passed else None
+        text = ctx.draft if _normal(ctx.draft) not in rejected else None
         if text is None:
-            rejected.add(ctx.draft or "")
-            if result.failed_closed:
+            if last.failed_closed:
                 report.errors.append("a judge at the top tier failed: the draft is not delivered")
-            if fallback and fallback.strip() not in {r.strip() for r in rejected}:
-                result = self._judge(ctx.model_copy(update={"draft": fallback}), tiers, report, calls)
-                text = fallback if result.passed else None
+            if fallback and _normal(fallback) not in rejected:
+                last = self._judge(ctx.model_copy(update={"draft": fallback}), tiers, report, calls)
+                text = fallback if last.passed else None
             report.fallback_used = True
-            report.final_verdict = result.verdict if text is not None else "reject"
-        else:
-            report.final_verdict = result.verdict
-        warnings = self._warnings(result, turn) if text is not None else []
+        report.final_verdict = last.verdict if text is not None else "reject"
+        warnings = self._warnings(last, turn) if text is not None else []
         report.warnings_issued = [w.message for w in warnings]
         report.model_calls = calls
         report.latency_ms = (time.perf_counter() - started) * 1000
@@ -106,6 +109,10 @@ class CriticalAnalysisFilter:
                                message=j.reason or f"the {j.judge} judge raised a concern",
                                issued_turn=turn, expires_after_turn=turn + self.warning_ttl_turns)
                 for j in result.final.values() if j.verdict == "warn"]
+
+
+def _normal(text: str | None) -> str:
+    return " ".join((text or "").split())
 
 
 def _calls_of(judgements: list[Judgement]) -> list[ModelCall]:
