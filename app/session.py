@@ -8,9 +8,13 @@ one checkpoint per turn, when the turn ends.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import time
 import uuid
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AnyMessage
@@ -22,7 +26,7 @@ from app.graph.builder import build_graph
 from app.graph.checkpoint import open_checkpointer
 from app.graph.services import Services
 from app.graph.state import TurnContext
-from app.store import Conversation, Database, TurnLog
+from app.store import Conversation, Database, StoreError, TurnLog
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +37,34 @@ class TurnFailed(CafbotError):
 
 class UnknownThread(CafbotError):
     """No conversation has this id."""
+
+
+class ConversationBusy(CafbotError):
+    """Another turn is being answered in this conversation."""
+
+
+@contextmanager
+def one_writer(lock_dir: Path, thread_id: str, timeout_s: float) -> Iterator[None]:
+    """Serialise turns on one conversation across threads and processes (an advisory file lock per
+    thread): two askers at once would both build turn N from the same checkpoint, and one would be
+    lost. The second waits up to `timeout_s`, then is told the conversation is busy."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout_s
+    with open(lock_dir / f"{thread_id}.lock", "a+") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ConversationBusy(
+                        f"Conversation {thread_id} is busy answering another message; "
+                        "please wait for that answer and try again.") from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class Chatbot:
@@ -65,7 +97,17 @@ class Chatbot:
         """One turn. `caf` chooses the filter for this turn (on, off, tier0; default: the
         configuration's). Returns the turn's trace; `trace.answer` is what the user sees."""
         mode = caf or self.services.default_caf_mode
+        with one_writer(self.settings.data_dir / "locks", thread_id, self.settings.turn_lock_timeout_s):
+            return self._ask(thread_id, text, mode)
+
+    def _ask(self, thread_id: str, text: str, mode: CafMode) -> TurnTrace:
         self.turn_log.start_conversation(thread_id, caf_mode=mode)
+        recorded = self.turn_log.turns(thread_id)
+        if recorded and not self.state(thread_id):
+            raise StoreError(
+                f"{self.settings.checkpoint_path}: conversation {thread_id} has {len(recorded)} recorded "
+                "turns but no saved state; the conversation store was emptied or replaced. Restore it "
+                "from a backup, or start a new conversation.")
         try:
             # One checkpoint per turn, written when the turn ends: a turn that fails midway leaves
             # the conversation exactly as it was, and a turn costs one write instead of one per node.

@@ -139,3 +139,50 @@ def test_a_longer_conversation_keeps_every_turn_in_order(fast_bot):
     assert all(t.answer.strip() for t in traces)
     assert [t.user_message for t in bot.turn_log.turns(thread)] == CONVERSATION
     assert len(bot.messages(thread)) == 2 * len(CONVERSATION)
+
+
+WRITER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+from app.core.config import Settings, DEFAULT_KNOWLEDGE_BASE
+from app.graph.services import Services
+from app.kb.loader import load_knowledge_base
+from app.session import Chatbot
+from tests.fakes import HashingEmbedder, KeywordIdentifier
+
+settings = Settings(data_dir=Path({data!r}))
+kb = load_knowledge_base(DEFAULT_KNOWLEDGE_BASE)
+services = Services.from_settings(settings, embedder=HashingEmbedder(), identifier=KeywordIdentifier(kb), chat=None)
+with Chatbot(settings, services) as bot:
+    for n in range(5):
+        bot.ask({thread!r}, "What helps with sleep, question " + str(n) + " from " + sys.argv[1])
+"""
+
+
+def test_two_processes_on_one_conversation_keep_every_turn(fast_bot, tmp_path):
+    from tests.conftest import REPO
+
+    bot = fast_bot(data_dir=tmp_path / "shared")
+    thread = bot.new_thread()
+    script = WRITER.format(repo=str(REPO), data=str(tmp_path / "shared"), thread=thread)
+    writers = [subprocess.Popen([sys.executable, "-c", script, name], stderr=subprocess.PIPE, text=True)
+               for name in ("first", "second")]
+    for writer in writers:
+        assert writer.wait(timeout=240) == 0, writer.stderr.read()
+    turns = bot.turn_log.turns(thread)
+    assert [t.turn for t in turns] == list(range(1, 11))
+    assert len({t.user_message for t in turns}) == 10
+    assert len(bot.messages(thread)) == 20
+
+
+def test_a_conversation_whose_saved_state_was_lost_is_an_error_not_a_fresh_start(fast_bot, tmp_path):
+    from app.store import StoreError
+
+    bot = fast_bot(data_dir=tmp_path / "shared")
+    thread = bot.new_thread()
+    bot.ask(thread, QUESTION)
+    bot.checkpointer.delete_thread(thread)  # as if conversations.sqlite had been emptied
+    with pytest.raises(StoreError, match="no saved state"):
+        bot.ask(thread, QUESTION)
+    assert [t.turn for t in bot.turn_log.turns(thread)] == [1]

@@ -199,6 +199,8 @@ class Settings(BaseSettings):
     knowledge_base: Path = DEFAULT_KNOWLEDGE_BASE
     # Sentence embeddings in the tier-0 checks (off: their lexical layers only, e.g. to compare).
     local_embeddings: bool = True
+    # How long a turn waits for another turn in the same conversation to finish.
+    turn_lock_timeout_s: float = Field(60.0, gt=0)
     models: RoleModels = RoleModels()
     local_server: LocalServer = LocalServer()
     retrieval: Retrieval = Retrieval()
