@@ -45,3 +45,10 @@ def test_config_show_masks_secrets(monkeypatch):
     shown = json.dumps(Settings(profile="openai").masked())
     assert "sk-secret-value" not in shown
     assert "****(set)" in shown
+
+
+def test_unknown_caf_tiers_are_refused():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="tiers"):
+        Settings(caf={"tiers": [0, 7]})

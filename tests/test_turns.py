@@ -186,3 +186,12 @@ def test_a_conversation_whose_saved_state_was_lost_is_an_error_not_a_fresh_start
     with pytest.raises(StoreError, match="no saved state"):
         bot.ask(thread, QUESTION)
     assert [t.turn for t in bot.turn_log.turns(thread)] == [1]
+
+
+def test_the_english_only_notice_always_carries_the_crisis_contacts(fast_bot):
+    from app.core.config import CrisisContact
+
+    bot = fast_bot(crisis_contacts=[CrisisContact(name="Test Line", contact="call 0000")])
+    trace = bot.ask(bot.new_thread(), "Bonjour, quels sont les effets secondaires de la clozapine ?")
+    assert trace.route == "notice" and "only answer in English" in trace.answer
+    assert "Test Line: call 0000" in trace.answer

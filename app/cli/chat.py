@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from contextlib import ExitStack
 from typing import Annotated
 
@@ -35,13 +36,15 @@ def local_server_if_needed(settings: Settings):
 
 @friendly_errors
 def ask(
-    question: Annotated[str, typer.Argument(help="Your question, in quotes.")],
+    question: Annotated[str, typer.Argument(help="Your question, in quotes; - reads it from standard input.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer and its trace as JSON.")] = False,
     thread: Annotated[str | None, typer.Option(help="Continue this conversation thread.")] = None,
     profile: ProfileOption = None,
     caf: CafOption = None,
 ) -> None:
     """Ask one question and print the answer, its sources and the trace."""
+    if question == "-":
+        question = sys.stdin.read()
     with ExitStack() as stack:
         bot = open_chatbot(stack, profile)
         thread_id = thread or bot.new_thread(label="cli-ask")

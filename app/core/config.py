@@ -150,7 +150,7 @@ class Checkpointer(Record):
 
 class Caf(Record):
     enabled: bool = True
-    tiers: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    tiers: list[Literal[0, 1, 2]] = Field(default_factory=lambda: [0, 1, 2])
     max_refine_rounds: int = Field(2, ge=0, le=5)
     warning_ttl_turns: int = Field(2, ge=1)
     paper_mode: bool = False

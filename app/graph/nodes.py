@@ -24,7 +24,7 @@ from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
 from app.input import clean_message
-from app.prompts import chat_system_prompt, crisis_reply, reply, topics_list
+from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, topics_list
 from judges.crisis_screen import needs_second_look, second_look
 from judges.local.crisis import detect_crisis
 from judges.schema import DraftContext
@@ -90,7 +90,8 @@ class AnswerNodes:
                 screen.route = "crisis"
             elif not cleaned.likely_english:
                 screen.route = "notice"
-                screen.reply = reply("not_english", topics=topics_list(self.services.topic_titles()))
+                screen.reply = reply("not_english", topics=topics_list(self.services.topic_titles()),
+                                     contacts=contact_lines(self.settings.crisis_contacts))
         trace.route = "answer" if screen.route == "answer" else screen.route
         return {"turn": turn, "screen": screen, "trace": trace, "identification": None,
                 "draft": "", "answer": ""}

@@ -45,11 +45,12 @@ def chat_system_prompt(sources: list[tuple[str, str, str]], warnings: list[tuple
     ).strip()
 
 
+def contact_lines(contacts: list[CrisisContact]) -> str:
+    return "\n".join(f"- {c.name}: {c.contact}" + (f" ({c.note})" if c.note else "") for c in contacts)
+
+
 def crisis_reply(contacts: list[CrisisContact]) -> str:
-    lines = "\n".join(
-        f"- {c.name}: {c.contact}" + (f" ({c.note})" if c.note else "") for c in contacts
-    )
-    return reply("crisis", contacts=lines)
+    return reply("crisis", contacts=contact_lines(contacts))
 
 
 def topics_list(titles: list[str], limit: int = 12) -> str:
