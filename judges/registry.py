@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from app.core.errors import ConfigError
-from app.core.records import Verdict
+from app.core.records import Record, Verdict
 from app.core.text import citations_in
 from judges.local import LOCAL_CHECKS
 from judges.local.patterns import words_regex
@@ -20,13 +20,11 @@ from judges.schema import DraftContext
 DEFINITIONS_DIR = Path(__file__).with_name("definitions")
 AppliesWhen = Literal["always", "has_draft", "cites_sources", "mentions_medicine", "user_message"]
 
-class Severity(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Severity(Record):
     max_verdict: Verdict = "reject"  # the strongest verdict this judge may give
 
 
-class JudgeDefinition(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class JudgeDefinition(Record):
     name: str
     description: str
     rules: list[str] = Field(min_length=1)

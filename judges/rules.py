@@ -6,23 +6,22 @@ from functools import cache
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from app.core.errors import ConfigError
+from app.core.records import Record
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
 
-class Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Rule(Record):
     id: str
     title: str
     text: str
     severity: str
 
 
-class RuleBook(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RuleBook(Record):
     role: str
     rules: list[Rule]
 

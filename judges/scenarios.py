@@ -11,10 +11,10 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from app.core.errors import ConfigError
-from app.core.records import SourceText, Turn
+from app.core.records import Record, SourceText, Turn
 from judges.schema import Expected
 
 SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "judges"
@@ -24,9 +24,7 @@ class ScenarioError(ConfigError, ValueError):
     """A scenario file is unreadable or a line is not a valid scenario; names file and line."""
 
 
-class Scenario(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Scenario(Record):
     id: str = Field(min_length=1)
     user: str
     response: str | None = None

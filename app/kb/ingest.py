@@ -14,10 +14,11 @@ from pathlib import Path
 
 import frontmatter
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from app.core.errors import KnowledgeBaseError, ModelError
 from app.core.models import RoleClient, call_structured
+from app.core.records import Record
 from app.kb.loader import display_path, load_knowledge_base, natural_key
 from app.kb.schema import Source
 
@@ -37,9 +38,7 @@ class Draft(BaseModel):
     references: list[str] = Field(default_factory=list)
 
 
-class DraftSummary(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DraftSummary(Record):
     summary: str = Field(description="2-3 plain sentences: what the text covers and which questions it answers")
     keywords: list[str] = Field(description="5-10 words or short phrases a reader might search for")
 

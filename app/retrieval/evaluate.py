@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from app.core.errors import CafbotError
+from app.core.records import Record
 from app.core.stats import percentile
 from app.retrieval.identify import SourceIdentifier
 
 
-class EvalQuestion(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class EvalQuestion(Record):
     id: str
     question: str = Field(min_length=1)
     expected: list[str] | Literal["not_covered"]

@@ -8,11 +8,11 @@ model is configured; without one the caller simply relies on retrieval.
 from __future__ import annotations
 
 from langchain_core.messages import HumanMessage, SystemMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.core.config import Settings
 from app.core.models import RoleClient, call_structured, model_for
-from app.core.records import ModelCall
+from app.core.records import ModelCall, Record
 from app.kb.loader import KnowledgeBase
 
 _INSTRUCTIONS = """You route questions to the sources of a patient-education knowledge base.
@@ -25,17 +25,13 @@ Sources:
 {catalogue}"""
 
 
-class ChosenSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ChosenSource(Record):
     source_id: str = Field(description="the id of a source from the list, e.g. S07")
     confidence: float = Field(ge=0.0, le=1.0, description="0 to 1: how sure it answers the question")
 
 
-class SourceChoice(BaseModel):
+class SourceChoice(Record):
     """The sources that answer the question, best first; empty when none does."""
-
-    model_config = ConfigDict(extra="forbid")
 
     sources: list[ChosenSource] = Field(default_factory=list)
 

@@ -29,6 +29,7 @@ TRAIN_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "judges" / "trai
 class Resources:
     def __init__(self, embedder: Embedder | None = None, *, use_embeddings: bool = True,
                  models_dir: Path | None = None, train_dir: Path | None = None):
+        patterns.data()  # validated now: a broken patterns.yaml stops start-up, not a later turn
         self.embedder = embedder
         self._use_embeddings = use_embeddings and embedder is not None
         self._broken = False
