@@ -115,7 +115,8 @@ class Retrieval(Record):
 
 
 class Prompting(Record):
-    source_token_budget: int = Field(2400, ge=200)
+    # LangChain's approximate tokens (about four characters each): room for four sources.
+    source_token_budget: int = Field(2640, ge=200)
     keep_sources_for_turns: int = Field(2, ge=0)
     history_turns: int = Field(6, ge=0)
     history_token_budget: int = Field(1500, ge=100)  # the recent turns kept in the chat prompt
