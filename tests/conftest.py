@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -92,25 +93,38 @@ def knowledge_base():
     return load_knowledge_base(DEFAULT_KNOWLEDGE_BASE)
 
 
-@pytest.fixture
-def fast_bot(tmp_path, knowledge_base):
-    """Chatbots over the real graph, filter, checkpointer and store, with the hashing embedder and
-    the keyword identifier instead of MiniLM and the index: whole turns in milliseconds."""
+@contextmanager
+def bot_factory(tmp_path: Path, services_for):
+    """Yields make(chat=…, data_dir=…, **settings) -> Chatbot over `services_for(settings, chat)`;
+    every chatbot made is closed at the end."""
     from app.core.config import Settings
-    from app.graph.services import Services
     from app.session import Chatbot
-    from tests.fakes import HashingEmbedder, KeywordIdentifier
 
     bots = []
 
     def make(*, chat=None, data_dir=None, **settings_values):
         settings = Settings(data_dir=data_dir or tmp_path / "data", **settings_values)
-        services = Services.from_settings(settings, embedder=HashingEmbedder(),
-                                          identifier=KeywordIdentifier(knowledge_base), chat=chat)
-        bot = Chatbot(settings, services)
+        bot = Chatbot(settings, services_for(settings, chat))
         bots.append(bot)
         return bot
 
-    yield make
-    for bot in bots:
-        bot.close()
+    try:
+        yield make
+    finally:
+        for bot in bots:
+            bot.close()
+
+
+@pytest.fixture
+def fast_bot(tmp_path, knowledge_base):
+    """Chatbots over the real graph, filter, checkpointer and store, with the hashing embedder and
+    the keyword identifier instead of MiniLM and the index: whole turns in milliseconds."""
+    from app.graph.services import Services
+    from tests.fakes import HashingEmbedder, KeywordIdentifier
+
+    def services_for(settings, chat):
+        return Services.from_settings(settings, embedder=HashingEmbedder(),
+                                      identifier=KeywordIdentifier(knowledge_base), chat=chat)
+
+    with bot_factory(tmp_path, services_for) as make:
+        yield make

@@ -12,6 +12,7 @@ from app.core.models.scripted import ScriptedChatModel
 from app.graph.services import Services
 from app.session import Chatbot
 from judges.local.crisis import detect_crisis
+from tests.conftest import bot_factory
 
 pytestmark = pytest.mark.slow
 
@@ -20,19 +21,12 @@ QUESTION = "Why does clozapine need regular blood tests?"
 
 @pytest.fixture
 def make_bot(tmp_path, default_identifier, embedder):
-    bots = []
+    def services_for(settings, chat):
+        return Services.from_settings(settings, identifier=default_identifier.with_settings(settings),
+                                      embedder=embedder, chat=chat)
 
-    def make(*, chat=None, **settings_values) -> Chatbot:
-        settings = Settings(data_dir=tmp_path / "data", **settings_values)
-        services = Services.from_settings(settings, identifier=default_identifier.with_settings(settings),
-                                          embedder=embedder, chat=chat)
-        bot = Chatbot(settings, services)
-        bots.append(bot)
-        return bot
-
-    yield make
-    for bot in bots:
-        bot.close()
+    with bot_factory(tmp_path, services_for) as make:
+        yield make
 
 
 def scripted_chat(*replies) -> RoleClient:
