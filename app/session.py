@@ -102,10 +102,10 @@ class Chatbot:
 
     def _ask(self, thread_id: str, text: str, mode: CafMode) -> TurnTrace:
         self.turn_log.start_conversation(thread_id, caf_mode=mode)
-        recorded = self.turn_log.turns(thread_id)
+        recorded = self.turn_log.conversation(thread_id).turns  # counted in SQL, no trace parsed
         if recorded and not self.state(thread_id):
             raise StoreError(
-                f"{self.settings.checkpoint_path}: conversation {thread_id} has {len(recorded)} recorded "
+                f"{self.settings.checkpoint_path}: conversation {thread_id} has {recorded} recorded "
                 "turns but no saved state; the conversation store was emptied or replaced. Restore it "
                 "from a backup, or start a new conversation.")
         try:
