@@ -202,6 +202,11 @@ class Settings(BaseSettings):
     local_embeddings: bool = True
     # How long a turn waits for another turn in the same conversation to finish.
     turn_lock_timeout_s: float = Field(60.0, gt=0)
+    # One wall-clock budget per turn for every model call in it, retries included; past it the
+    # turn ends with the offline answer (still judged) and a notice.
+    turn_budget_s: float = Field(30.0, gt=0)
+    # Conversations idle longer than this are deleted from every store at start-up (None: kept).
+    retention_days: int | None = Field(None, ge=1)
     models: RoleModels = RoleModels()
     local_server: LocalServer = LocalServer()
     retrieval: Retrieval = Retrieval()
