@@ -18,12 +18,13 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from app.core.errors import ModelError
-from app.core.models import RoleClient, call_structured
-from app.core.records import VERDICT_ORDER, Judgement, Verdict
+from app.core.models import Deadline, RoleClient, call_structured
+from app.core.records import VERDICT_ORDER, Judgement, ModelCall, Verdict
 from judges.local import Resources, run_local_checks
 from judges.registry import JudgeDefinition, load_judges
 from judges.rules import load_rules
 from judges.schema import DraftContext, Finding, JudgeVerdict
+from judges.verdicts import problem_with
 
 PROMPTS = Path(__file__).with_name("prompts")
 
@@ -47,7 +48,7 @@ class CascadeResult:
     applied: list[str]
     judgements: list[Judgement] = field(default_factory=list)
     final: dict[str, Judgement] = field(default_factory=dict)  # each judge's last word
-    floors: dict[str, Judgement] = field(default_factory=dict)  # tier-0 verdicts on certain facts
+    floors: dict[str, Judgement] = field(default_factory=dict)  # the least each judge may end on
     escalated: bool = False
     failed_closed: bool = False
 
@@ -79,8 +80,10 @@ class Cascade:
         self.llm_tiers = {1: screener, 2: judge}
         self.paper_mode = paper_mode
 
-    def run(self, ctx: DraftContext, *, tiers: Iterable[int] | None = None) -> CascadeResult:
-        """Judge one draft. `tiers` narrows the configured tiers for this call only."""
+    def run(self, ctx: DraftContext, *, tiers: Iterable[int] | None = None,
+            deadline: Deadline | None = None) -> CascadeResult:
+        """Judge one draft. `tiers` narrows the configured tiers for this call only; `deadline`
+        bounds its model calls (a judge that runs out of time failed, and counts as a flag)."""
         active = self.tiers if tiers is None else self.tiers & set(tiers)
         applied = [j for j in self.judges if j.applies_to(ctx)]
         result = CascadeResult(verdict="pass", applied=[j.name for j in applied])
@@ -94,10 +97,10 @@ class Cascade:
             if tier not in active or client is None or not pending:
                 continue
             result.escalated = True
-            pending, errors = self._llm_tier(tier, client, ctx, pending, result)
+            pending, errors = self._llm_tier(tier, client, ctx, pending, result, deadline)
             # Only the highest tier that ran has the last word: its failures fail closed.
             result.failed_closed = errors
-        for name, floor in result.floors.items():  # exact tier-0 facts outrank any LLM's opinion
+        for name, floor in result.floors.items():  # strong tier-0 findings bound any LLM's opinion
             if VERDICT_ORDER[result.final[name].verdict] < VERDICT_ORDER[floor.verdict]:
                 result.final[name] = floor
         result.verdict = strongest(j.verdict for j in result.final.values())
@@ -114,16 +117,17 @@ class Cascade:
             judgement = _from_findings(judge, found, per_judge_ms)
             result.judgements.append(judgement)
             result.final[judge.name] = judgement
-            if any(f.flagged and f.certain for f in found):
-                result.floors[judge.name] = judgement
+            floor = capped(strongest(f.floor for f in found if f.flagged), judgement.verdict)
+            if floor != "pass":
+                result.floors[judge.name] = judgement.model_copy(update={"verdict": floor})
             if judgement.verdict != "pass":
                 flagged.append(judge)
         return flagged
 
-    def _llm_tier(self, tier: int, client: RoleClient, ctx: DraftContext,
-                  judges: list[JudgeDefinition], result: CascadeResult) -> tuple[list[JudgeDefinition], bool]:
+    def _llm_tier(self, tier: int, client: RoleClient, ctx: DraftContext, judges: list[JudgeDefinition],
+                  result: CascadeResult, deadline: Deadline | None) -> tuple[list[JudgeDefinition], bool]:
         with ThreadPoolExecutor(max_workers=len(judges), thread_name_prefix=f"tier{tier}") as pool:
-            judgements = list(pool.map(lambda j: ask_llm_judge(tier, client, j, ctx), judges))
+            judgements = list(pool.map(lambda j: ask_llm_judge(tier, client, j, ctx, deadline), judges))
         for judge, judgement in zip(judges, judgements, strict=True):
             result.judgements.append(judgement)
             result.final[judge.name] = judgement
@@ -164,19 +168,18 @@ def judged_material(ctx: DraftContext) -> str:
         history=history, user=ctx.user, sources=sources, draft=ctx.draft or "(no draft: judge the user's message)")
 
 
-def ask_llm_judge(tier: int, client: RoleClient, judge: JudgeDefinition, ctx: DraftContext) -> Judgement:
-    """One LLM judge call. Any failure is returned as a flagged judgement, never raised."""
+def ask_llm_judge(tier: int, client: RoleClient, judge: JudgeDefinition, ctx: DraftContext,
+                  deadline: Deadline | None = None) -> Judgement:
+    """One LLM judge call. Any failure, an unusable verdict included, is returned as a flagged
+    judgement, never raised."""
     try:
         verdict, call = call_structured(client, JudgeVerdict, judge_messages(tier, judge, ctx),
-                                        purpose=f"tier{tier}:{judge.name}")
+                                        purpose=f"tier{tier}:{judge.name}", deadline=deadline)
     except ModelError as error:
-        call = error.call
-        return Judgement(judge=judge.name, tier=tier, model=client.model_name,
-                         verdict=capped("reject", judge.severity.max_verdict),
-                         rule=judge.rules[0], reason="the judge failed; treated as a flag",
-                         error=error.reason, latency_ms=call.latency_ms if call else 0.0,
-                         input_tokens=call.input_tokens if call else 0,
-                         output_tokens=call.output_tokens if call else 0)
+        return _failed(tier, client, judge, error.reason, error.call)
+    if problem := problem_with(verdict, ctx):
+        call = call.model_copy(update={"ok": False, "error": f"malformed verdict: {problem}"})
+        return _failed(tier, client, judge, call.error, call)
     return Judgement(
         judge=judge.name, tier=tier, model=client.model_name,
         verdict=capped(verdict.verdict, judge.severity.max_verdict),
@@ -184,3 +187,13 @@ def ask_llm_judge(tier: int, client: RoleClient, judge: JudgeDefinition, ctx: Dr
         reason=verdict.reason, offending=verdict.offending, suggested_fix=verdict.suggested_fix,
         latency_ms=call.latency_ms, input_tokens=call.input_tokens, output_tokens=call.output_tokens,
     )
+
+
+def _failed(tier: int, client: RoleClient, judge: JudgeDefinition, error: str | None,
+            call: ModelCall | None) -> Judgement:
+    return Judgement(judge=judge.name, tier=tier, model=client.model_name,
+                     verdict=capped("reject", judge.severity.max_verdict),
+                     rule=judge.rules[0], reason="the judge failed; treated as a flag",
+                     error=error or "unknown error", latency_ms=call.latency_ms if call else 0.0,
+                     input_tokens=call.input_tokens if call else 0,
+                     output_tokens=call.output_tokens if call else 0)

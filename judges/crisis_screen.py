@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from app.core.errors import ModelError
-from app.core.models import RoleClient, call_structured
+from app.core.models import Deadline, RoleClient, call_structured
 from app.core.records import ModelCall
 from judges.local import patterns
 from judges.schema import Finding
@@ -35,12 +35,13 @@ def needs_second_look(tier0: Finding, mode: str) -> bool:
     return mode == "always" or tier0.score >= patterns.threshold("crisis", "llm_second_look")
 
 
-def second_look(client: RoleClient, text: str) -> tuple[bool, str, ModelCall | None]:
+def second_look(client: RoleClient, text: str,
+                deadline: Deadline | None = None) -> tuple[bool, str, ModelCall | None]:
     """(crisis?, reason, the call). A failed call keeps tier 0's answer and says so in the reason."""
     try:
         verdict, call = call_structured(
             client, CrisisVerdict, [SystemMessage(_prompt()), HumanMessage(f"Message:\n<<<\n{text}\n>>>")],
-            purpose="tier1:crisis_input")
+            purpose="tier1:crisis_input", deadline=deadline)
     except ModelError as error:
         return False, f"crisis screen failed ({error.reason}); tier 0's answer stands", error.call
     return verdict.crisis, verdict.reason, call

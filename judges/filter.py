@@ -13,7 +13,7 @@ import time
 
 from app.core.config import Settings
 from app.core.errors import ModelError
-from app.core.models import RoleClient, model_for
+from app.core.models import Deadline, RoleClient, model_for
 from app.core.records import CafMode, CafReport, Judgement, ModelCall, PendingWarning
 from judges.cascade import Cascade, CascadeResult
 from judges.local import Resources
@@ -44,9 +44,11 @@ class CriticalAnalysisFilter:
                    warning_ttl_turns=caf.warning_ttl_turns)
 
     def review(self, ctx: DraftContext, *, turn: int, mode: CafMode = "on",
-               fallback: str | None = None) -> FilterOutcome:
+               fallback: str | None = None, deadline: Deadline | None = None) -> FilterOutcome:
         """Judge `ctx.draft` (refining a rejected one when a refiner is configured); if nothing
-        passes, judge `fallback` too. `mode="tier0"` runs the local checks alone, with no model."""
+        passes, judge `fallback` too. `mode="tier0"` runs the local checks alone, with no model.
+        `deadline` bounds every model call; once it is spent no judge can pass a flagged text, so
+        only what tier 0 passes outright can still be delivered."""
         if mode == "off":
             raise ValueError("review() judges drafts; with the filter off the caller delivers as is")
         started = time.perf_counter()
@@ -54,7 +56,7 @@ class CriticalAnalysisFilter:
         refiner = self.refiner if mode == "on" else None
         report, calls = CafReport(mode=mode), []
         rejected: set[str] = set()  # texts rejected in this call: never judged, nor delivered, again
-        last = self._judge(ctx, tiers, report, calls)
+        last = self._judge(ctx, tiers, report, calls, deadline)
         if not last.passed:
             rejected.add(_normal(ctx.draft))
         rounds = 0
@@ -62,7 +64,7 @@ class CriticalAnalysisFilter:
                 and not last.failed_closed:
             failing = [j for j in last.final.values() if j.verdict == "reject"]
             try:
-                new_draft, call = refine(refiner, ctx, failing)
+                new_draft, call = refine(refiner, ctx, failing, deadline)
             except ModelError as error:
                 calls.extend([error.call] if error.call else [])
                 report.errors.append(str(error))
@@ -73,7 +75,7 @@ class CriticalAnalysisFilter:
             if _normal(new_draft) in rejected:
                 report.errors.append("the refiner repeated a rejected draft")
                 continue
-            last = self._judge(ctx, tiers, report, calls)
+            last = self._judge(ctx, tiers, report, calls, deadline)
             if not last.passed:
                 rejected.add(_normal(new_draft))
         report.refine_rounds = rounds
@@ -83,7 +85,8 @@ class CriticalAnalysisFilter:
             if last.failed_closed:
                 report.errors.append("a judge at the top tier failed: the draft is not delivered")
             if fallback and _normal(fallback) not in rejected:
-                last = self._judge(ctx.model_copy(update={"draft": fallback}), tiers, report, calls)
+                last = self._judge(ctx.model_copy(update={"draft": fallback}), tiers, report, calls,
+                                   deadline)
                 text = fallback if last.passed else None
             report.fallback_used = True
         report.final_verdict = last.verdict if text is not None else "reject"
@@ -94,8 +97,8 @@ class CriticalAnalysisFilter:
         return FilterOutcome(text=text, report=report, warnings=warnings)
 
     def _judge(self, ctx: DraftContext, tiers: set[int] | None, report: CafReport,
-               calls: list[ModelCall]) -> CascadeResult:
-        result = self.cascade.run(ctx, tiers=tiers)
+               calls: list[ModelCall], deadline: Deadline | None) -> CascadeResult:
+        result = self.cascade.run(ctx, tiers=tiers, deadline=deadline)
         calls.extend(_calls_of(result.judgements))
         report.judges_applied = result.applied
         report.judgements.extend(result.judgements)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from app.core.models import RoleClient, call_text
+from app.core.models import Deadline, RoleClient, call_text
 from app.core.records import Judgement, ModelCall
 from judges.cascade import _template, judged_material
 from judges.rules import load_rules
@@ -20,8 +20,10 @@ def criticism(judgements: list[Judgement]) -> str:
     return "\n".join(lines)
 
 
-def refine(client: RoleClient, ctx: DraftContext, judgements: list[Judgement]) -> tuple[str, ModelCall]:
+def refine(client: RoleClient, ctx: DraftContext, judgements: list[Judgement],
+           deadline: Deadline | None = None) -> tuple[str, ModelCall]:
     """Raises ModelError when the refiner fails; the filter then falls back."""
     system = _template("refiner.md").format(rules=load_rules().as_prompt())
     request = f"{judged_material(ctx)}\n\nThe reviewers' criticism:\n{criticism(judgements)}"
-    return call_text(client, [SystemMessage(system), HumanMessage(request)], purpose="refine")
+    return call_text(client, [SystemMessage(system), HumanMessage(request)], purpose="refine",
+                     deadline=deadline)

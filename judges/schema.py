@@ -34,9 +34,11 @@ class Finding(Record):
     sentences: list[str] = Field(default_factory=list)
     detail: str = ""
     suggested_verdict: Verdict = "pass"
-    # An exact fact, not a heuristic (a citation to a source that was not given): no LLM judge
-    # may overrule it, so its verdict is a floor for the judge's final word.
-    certain: bool = False
+    # The lowest verdict an LLM judge may lower this finding to. "reject" for an exact fact (a
+    # citation to a source that was not given); "warn" for a strong finding (the rules' text
+    # leaked, a medicine change advised, a specific medical claim uncited, no citation at all);
+    # "pass" for a heuristic the LLM tiers may overrule.
+    floor: Verdict = "pass"
 
 
 class JudgeVerdict(Record):

@@ -25,7 +25,7 @@ class ScriptedCascade:
         self.verdicts = {text: list(outcomes) for text, outcomes in verdicts.items()}
         self.failed: set[str] = set()  # texts given a reject, or not judged, at least once
 
-    def run(self, ctx: DraftContext, *, tiers=None) -> CascadeResult:
+    def run(self, ctx: DraftContext, *, tiers=None, deadline=None) -> CascadeResult:
         queue = self.verdicts.get(ctx.draft or "") or ["reject"]
         outcome = queue.pop(0) if len(queue) > 1 else queue[0]
         if outcome in ("reject", "fail"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import datetime
 from collections.abc import Callable
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -17,7 +18,7 @@ from langchain_core.messages.utils import count_tokens_approximately, trim_messa
 from langgraph.runtime import Runtime
 
 from app.core.errors import ModelError
-from app.core.models import call_text
+from app.core.models import Deadline, call_text
 from app.core.records import Candidate, Identification, InputScreen, NodeRun, Turn, TurnTrace
 from app.core.text import citations_in
 from app.generation.extractive import compose_extractive_answer
@@ -61,6 +62,11 @@ class AnswerNodes:
     def settings(self):
         return self.services.settings
 
+    def deadline(self, trace: TurnTrace) -> Deadline:
+        """The turn's one time budget for every model call in it, counted from its start."""
+        started = datetime.fromisoformat(trace.started_at).timestamp()
+        return Deadline(started + self.settings.turn_budget_s)
+
     # -- screening ---------------------------------------------------------------------------
     @timed("screen_input")
     def screen_input(self, state: ChatState, context: TurnContext) -> dict:
@@ -78,7 +84,7 @@ class AnswerNodes:
             screen.crisis_score, screen.crisis_evidence = crisis.score, crisis.sentences
             screener, mode = self.services.crisis_screener, self.settings.caf.llm_crisis_screen
             if screener is not None and context.caf == "on" and needs_second_look(crisis, mode):
-                is_crisis, reason, call = second_look(screener, cleaned.text)
+                is_crisis, reason, call = second_look(screener, cleaned.text, self.deadline(trace))
                 if call is not None:
                     trace.model_calls.append(call)
                 if is_crisis:
@@ -151,14 +157,16 @@ class AnswerNodes:
             draft, trace.generator = self.extractive_answer(state), "extractive"
         else:
             try:
-                draft, call = call_text(self.services.chat, state["prompt"], purpose="draft")
+                draft, call = call_text(self.services.chat, state["prompt"], purpose="draft",
+                                        deadline=self.deadline(trace))
                 trace.model_calls.append(call)
                 trace.generator = "llm"
             except ModelError as error:
                 if error.call:
                     trace.model_calls.append(error.call)
                 trace.errors.append(str(error))
-                trace.notices.append(reply("model_unavailable"))
+                over = self.deadline(trace).expired
+                trace.notices.append(reply("over_budget" if over else "model_unavailable"))
                 draft, trace.generator = self.extractive_answer(state), "extractive"
         trace.draft = draft
         trace.citations = _unique(citations_in(draft))
@@ -191,13 +199,17 @@ class AnswerNodes:
                 return {"answer": self.extractive_answer(state), "trace": trace}
             return {"answer": state["draft"], "trace": trace}
         fallback = self.extractive_answer(state) if trace.generator == "llm" else None
+        deadline = self.deadline(trace)
         outcome = self.services.caf.review(draft_context(state, self.services), turn=state["turn"],
-                                           mode=context.caf, fallback=fallback)
+                                           mode=context.caf, fallback=fallback, deadline=deadline)
         report = outcome.report
         trace.caf, trace.fallback_used = report, report.fallback_used
         trace.model_calls += report.model_calls
         trace.errors += report.errors
         answer = outcome.text if outcome.text is not None else self.withheld_reply(state)
+        late = reply("over_budget")
+        if report.fallback_used and outcome.text is not None and deadline.expired and late not in trace.notices:
+            trace.notices.append(late)
         return {"answer": answer, "trace": trace,
                 "warnings": [*(state.get("warnings") or []), *outcome.warnings]}
 

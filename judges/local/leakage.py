@@ -84,7 +84,8 @@ def check(ctx: DraftContext, res: Resources) -> Finding:
     revealed, why, quoted = reveals_rules(draft, res)
     if revealed:
         return Finding(check=CHECK, flagged=True, score=1.0, sentences=quoted or split_sentences(draft)[:3],
-                       detail=f"reveals the system prompt or rules: {why}", suggested_verdict="reject")
+                       detail=f"reveals the system prompt or rules: {why}", suggested_verdict="reject",
+                       floor="warn")
     asked = [ctx.user, *(t.content for t in ctx.history if t.role == "user")]
     attempt = next((m.group(0) for text in asked if (m := patterns.regex(CHECK, "injection").search(text))), None)
     complied = patterns.regex(CHECK, "compliance").search(draft)
@@ -98,7 +99,7 @@ def check(ctx: DraftContext, res: Resources) -> Finding:
         if payload and len(payload & draft_stems) / len(payload) >= patterns.threshold(CHECK, "payload_overlap"):
             return Finding(check=CHECK, flagged=True, score=0.9, sentences=split_sentences(draft)[:2],
                            detail=f'repeats an instruction hidden in a source ("{instruction[:80]}")',
-                           suggested_verdict="reject")
+                           suggested_verdict="reject", floor="warn")
     return Finding(check=CHECK, flagged=False, score=0.0)
 
 

@@ -59,4 +59,4 @@ def check(ctx: DraftContext, res: Resources) -> Finding:
               else f"{len(claims)} uncited statement(s) not marked as general information")
     return Finding(check=CHECK, flagged=True, score=1.0 if specific else 0.6,
                    sentences=[s for s, _ in claims], detail=detail,
-                   suggested_verdict="reject" if specific else "warn")
+                   suggested_verdict="reject" if specific else "warn", floor="warn" if specific else "pass")

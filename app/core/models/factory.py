@@ -16,7 +16,8 @@ def model_for(role: Role, settings: Settings) -> RoleClient | None:
         return None
     if not spec.model:
         raise ConfigError(f"models.{role}.model is empty: name the model to use for the {role} role.")
-    return RoleClient(role=role, model_name=spec.model, llm=_chat_openai(role, settings))
+    return RoleClient(role=role, model_name=spec.model, llm=_chat_openai(role, settings),
+                      timeout_s=spec.timeout_s, retries=spec.retries)
 
 
 def _chat_openai(role: Role, settings: Settings) -> BaseChatModel:
@@ -41,6 +42,6 @@ def _chat_openai(role: Role, settings: Settings) -> BaseChatModel:
         temperature=spec.temperature,
         max_tokens=spec.max_tokens,
         timeout=spec.timeout_s,
-        max_retries=spec.retries,  # the OpenAI client backs off exponentially between retries
+        max_retries=0,  # ours (app.core.models.calls), so one turn's time budget bounds them all
         **kwargs,
     )
