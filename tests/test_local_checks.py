@@ -181,6 +181,9 @@ def test_a_reminder_or_no_medical_content_passes():
     "Try 5 mg at night instead.",
     "Cut your tablets in half for a fortnight and see how you feel.",
     "Just taper it yourself over a month.",
+    "You should always take twice your normal dose to catch up.",
+    "If you miss a dose, take two doses together next time.",
+    "Tell him to double his tablets when the voices get loud.",
 ])
 def test_medication_advice_is_rejected(draft):
     finding = run("medication_change", draft, user="Can I change my medicine?")
@@ -192,6 +195,9 @@ def test_medication_advice_is_rejected(draft):
     "Stopping your tablets suddenly can bring symptoms back.",
     "Your prescriber may lower the dose if side effects are a problem.",
     "I can't suggest a dose; your pharmacist can help.",
+    "Do not take a double dose to make up for a missed one.",
+    "Never take two doses at once; ask your pharmacist what to do about a missed dose.",
+    "Your psychiatrist may give two doses a day instead of one.",
 ])
 def test_warnings_descriptions_and_prescriber_decisions_pass(draft):
     assert not run("medication_change", draft).flagged, draft

@@ -16,6 +16,7 @@ import numpy as np
 from app.core.records import SourceText
 from app.core.text import STOPWORDS, split_sentences
 from app.prompts import reply
+from judges.source_audit import flag_for
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -77,7 +78,9 @@ def pick_sentences(
     max_sentences: int = 5, per_source: int = 4,
 ) -> list[Picked]:
     """The best sentences for the question's parts; every part gets its best sentence first."""
-    pool = [(doc.id, i, s) for doc in sources for i, s in enumerate(source_sentences(doc.text))]
+    # A sentence a judge check flags (an instruction, a medicine change) is never quoted.
+    pool = [(doc.id, i, s) for doc in sources for i, s in enumerate(source_sentences(doc.text))
+            if flag_for(s) is None]
     if not pool:
         return []
     # A joined list is scored by its introducing sentence: the items would dilute its meaning.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import frontmatter
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 
 from app.core.errors import KnowledgeBaseError
 from app.kb.schema import Source, SourceMeta
+from judges.source_audit import SourceFlag, audit
 
 # Files an author keeps beside the sources without meaning them as sources.
 IGNORED_NAMES = {"readme.md", "index.md"}
@@ -26,14 +28,29 @@ def natural_key(text: str) -> list:
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
 
 
-class KnowledgeBase:
-    """The validated sources of one folder, by id; iterates in id order."""
+@dataclass(frozen=True)
+class Quarantined:
+    """A source kept out of the index and away from every model: sentences in it that a judge
+    check flags and its front matter does not approve."""
 
-    def __init__(self, path: Path, sources: list[Source]):
+    source: Source
+    flags: list[SourceFlag]
+
+    def lines(self) -> list[str]:
+        where = display_path(self.source.path) if self.source.path else self.source.id
+        return [f"{where}:{f.line or '?'}: {f.reason}" for f in self.flags]
+
+
+class KnowledgeBase:
+    """The validated, trusted sources of one folder, by id; iterates in id order. Quarantined
+    sources are listed apart and are never served."""
+
+    def __init__(self, path: Path, sources: list[Source], quarantined: list[Quarantined] | None = None):
         self.path = path
         self.sources: dict[str, Source] = {
             s.id: s for s in sorted(sources, key=lambda s: natural_key(s.id))
         }
+        self.quarantined = sorted(quarantined or [], key=lambda q: natural_key(q.source.id))
 
     def get(self, source_id: str) -> Source | None:
         return self.sources.get(source_id)
@@ -138,4 +155,18 @@ def load_knowledge_base(path: Path | str) -> KnowledgeBase:
         raise KnowledgeBaseError(
             f"The knowledge base {path} has {count}:\n  " + "\n  ".join(problems)
         )
-    return KnowledgeBase(path, sources)
+    trusted, quarantined = [], []
+    for source in sources:
+        flags = unapproved_flags(source)
+        if flags:
+            quarantined.append(Quarantined(source, flags))
+        else:
+            trusted.append(source)
+    return KnowledgeBase(path, trusted, quarantined)
+
+
+def unapproved_flags(source: Source) -> list[SourceFlag]:
+    """The source's flagged sentences that its front matter does not approve."""
+    text = source.path.read_text(encoding="utf-8") if source.path else None
+    approved = {" ".join(s.split()) for s in source.approved_sentences}
+    return [f for f in audit(source.body, text) if " ".join(f.sentence.split()) not in approved]

@@ -25,6 +25,9 @@ class SourceMeta(BaseModel):
     # True when the summary or keywords were drafted automatically (`cafbot kb ingest`):
     # the author should read them before the source is relied on.
     needs_review: bool = False
+    # Sentences a reviewer has read and approved although a judge check flags them (a quoted
+    # myth, say). Any other flagged sentence quarantines the source: see judges/source_audit.py.
+    approved_sentences: list[str] = Field(default_factory=list)
 
     @field_validator("keywords", "references")
     @classmethod

@@ -48,4 +48,4 @@ def check(ctx: DraftContext, _res: Resources) -> Finding:
     phrases = ", ".join(f'"{p}"' for _, p in found[:3])
     return Finding(check=CHECK, flagged=True, score=1.0, sentences=[s for s, _ in found],
                    detail=f"advises a medicine or dose change ({phrases}); send dose and medicine "
-                          "decisions to the prescriber", suggested_verdict="reject")
+                          "decisions to the prescriber", suggested_verdict="reject", floor="warn")
