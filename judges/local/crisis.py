@@ -8,6 +8,8 @@ information request or fiction; so is a message combining risk-signal families (
 death, harm, hopelessness, means, intent, voices, danger). (3) Learned: a classifier trained on the
 train split (crisis_model.py), thresholded for recall; then, for a message with a risk cue, its
 similarity to crisis and safe prototype phrases. Both catch indirect wording no pattern lists.
+Other languages are read first, for the core crisis concepts in their own words
+(crisis_languages.py), so a crisis never meets the "English only" notice.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from app.core.spelling import Speller
 from app.core.text import split_sentences
-from judges.local import crisis_signals, patterns
+from judges.local import crisis_languages, crisis_signals, patterns
 from judges.schema import DraftContext, Finding
 
 if TYPE_CHECKING:
@@ -71,6 +73,8 @@ def assess(text: str, res: Resources) -> tuple[bool, float, str, list[str]]:
     if not text or not text.strip():
         return False, 0.0, "", []
     sentences = split_sentences(text) or [text]
+    if other_language := crisis_languages.find(text):
+        return True, 1.0, f"language:{other_language[0]}", [other_language[1]]
     normed = [normalise(s) for s in sentences]
     whole = " ".join(normed)
     strong = patterns.regex("crisis", "strong")
