@@ -4,6 +4,10 @@ The CLI, the app and the drift runner all go through `Chatbot`: one object per p
 conversation threads, and the filter's mode chosen per turn, so one chatbot serves the CAF on and
 off conditions. A failing turn never loses what the conversation already holds: the graph writes
 one checkpoint per turn, when the turn ends.
+
+`Conversations` is the light half: the two stores alone (checkpointer and turn log), for listing,
+showing, deleting and purging conversations without loading a model or the index. A `Chatbot`
+owns one, and applies `retention_days` through it when it opens.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +26,7 @@ from langchain_core.messages import AnyMessage
 
 from app.core.config import Settings
 from app.core.errors import CafbotError
+from app.core.files import private_dir, private_file
 from app.core.records import CafMode, TurnTrace
 from app.graph.builder import build_graph
 from app.graph.checkpoint import open_checkpointer
@@ -48,9 +54,9 @@ def one_writer(lock_dir: Path, thread_id: str, timeout_s: float) -> Iterator[Non
     """Serialise turns on one conversation across threads and processes (an advisory file lock per
     thread): two askers at once would both build turn N from the same checkpoint, and one would be
     lost. The second waits up to `timeout_s`, then is told the conversation is busy."""
-    lock_dir.mkdir(parents=True, exist_ok=True)
+    lock_path = private_file(private_dir(lock_dir) / f"{thread_id}.lock")  # 0700 folder, 0600 file
     deadline = time.monotonic() + timeout_s
-    with open(lock_dir / f"{thread_id}.lock", "a+") as handle:
+    with open(lock_path, "a+") as handle:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -67,16 +73,115 @@ def one_writer(lock_dir: Path, thread_id: str, timeout_s: float) -> Iterator[Non
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+class Conversations:
+    """Every store a conversation lives in, without the answer graph: LangGraph's checkpointer
+    (what a conversation resumes from) and the turn log (what people read back). Deleting and
+    purging go through here, so no store is forgotten."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.lock_dir = settings.data_dir / "locks"
+        self._stack = ExitStack()
+        try:
+            self.checkpointer = self._stack.enter_context(open_checkpointer(settings))
+            self.store = Database.in_data_dir(settings.data_dir)
+            self._stack.callback(self.store.close)
+        except BaseException:
+            self._stack.close()
+            raise
+        self.turn_log = TurnLog(self.store)
+
+    def __enter__(self) -> Conversations:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def recent(self, *, limit: int | None = None) -> list[Conversation]:
+        """Every conversation, newest activity first."""
+        return self.turn_log.conversations(limit=limit)
+
+    def get(self, thread_id: str) -> Conversation:
+        found = self.turn_log.conversation(thread_id)
+        if found is None:
+            raise _unknown(thread_id)
+        return found
+
+    def turns(self, thread_id: str) -> list[TurnTrace]:
+        """The recorded turns, as the turn log keeps them (contact details masked)."""
+        self.get(thread_id)
+        return self.turn_log.turns(thread_id)
+
+    def exists(self, thread_id: str) -> bool:
+        """Whether any store knows the conversation."""
+        return (self.turn_log.conversation(thread_id) is not None
+                or self.checkpointer.get_tuple(_config(thread_id)) is not None)
+
+    def require(self, thread_id: str) -> None:
+        if not self.exists(thread_id):
+            raise _unknown(thread_id)
+
+    def delete(self, thread_id: str) -> bool:
+        """Remove a conversation from every store: its checkpoints and its turn log. Waits for a
+        turn being answered in it to finish first. False if no store knew the conversation."""
+        if not self.exists(thread_id):
+            return False
+        with one_writer(self.lock_dir, thread_id, self.settings.turn_lock_timeout_s):
+            self._delete(thread_id)
+        return True
+
+    def idle(self, older_than: timedelta, *, now: datetime | None = None) -> list[Conversation]:
+        """Conversations whose last activity (last turn, or creation) is older than `older_than`."""
+        cutoff = (now or datetime.now(UTC)) - older_than
+        return [c for c in self.recent() if c.last_activity < cutoff]
+
+    def purge(self, older_than: timedelta, *, now: datetime | None = None) -> list[str]:
+        """Delete every conversation idle for longer than `older_than` from every store; returns
+        the ids deleted. One being answered at this moment is not idle, and is left alone."""
+        now = now or datetime.now(UTC)
+        deleted = []
+        for conversation in self.idle(older_than, now=now):
+            thread_id = conversation.thread_id
+            try:
+                with one_writer(self.lock_dir, thread_id, timeout_s=0):
+                    # Checked again under the lock: a turn may have ended since the list was read.
+                    current = self.turn_log.conversation(thread_id)
+                    if current is not None and current.last_activity >= now - older_than:
+                        continue
+                    self._delete(thread_id)
+            except ConversationBusy:
+                continue
+            deleted.append(thread_id)
+        return deleted
+
+    def apply_retention(self) -> list[str]:
+        """The `retention_days` setting: conversations idle longer are deleted (None: kept)."""
+        if self.settings.retention_days is None:
+            return []
+        deleted = self.purge(timedelta(days=self.settings.retention_days))
+        if deleted:
+            log.info("retention: deleted %d conversations idle for more than %d days",
+                     len(deleted), self.settings.retention_days)
+        return deleted
+
+    def _delete(self, thread_id: str) -> None:
+        self.checkpointer.delete_thread(thread_id)
+        self.turn_log.delete(thread_id)
+
+
 class Chatbot:
     def __init__(self, settings: Settings, services: Services | None = None, *, show_progress: bool = False):
         self.settings = settings
         self.services = services or Services.from_settings(settings, show_progress=show_progress)
         self._stack = ExitStack()
-        self.checkpointer = self._stack.enter_context(open_checkpointer(settings))
+        self.conversations = self._stack.enter_context(Conversations(settings))
+        self.conversations.apply_retention()
+        self.checkpointer = self.conversations.checkpointer
+        self.store, self.turn_log = self.conversations.store, self.conversations.turn_log
         self.graph = build_graph(self.services, self.checkpointer)
-        self.store = Database.in_data_dir(settings.data_dir)
-        self._stack.callback(self.store.close)
-        self.turn_log = TurnLog(self.store)
 
     def __enter__(self) -> Chatbot:
         return self
@@ -97,7 +202,7 @@ class Chatbot:
         """One turn. `caf` chooses the filter for this turn (on, off, tier0; default: the
         configuration's). Returns the turn's trace; `trace.answer` is what the user sees."""
         mode = caf or self.services.default_caf_mode
-        with one_writer(self.settings.data_dir / "locks", thread_id, self.settings.turn_lock_timeout_s):
+        with one_writer(self.conversations.lock_dir, thread_id, self.settings.turn_lock_timeout_s):
             return self._ask(thread_id, text, mode)
 
     def _ask(self, thread_id: str, text: str, mode: CafMode) -> TurnTrace:
@@ -148,18 +253,21 @@ class Chatbot:
         return new_id
 
     def list_threads(self, *, limit: int | None = None) -> list[Conversation]:
-        return self.turn_log.conversations(limit=limit)
+        return self.conversations.recent(limit=limit)
 
     def delete(self, thread_id: str) -> bool:
         """Remove a conversation from every store: its checkpoints and its turn log."""
-        self.checkpointer.delete_thread(thread_id)
-        return self.turn_log.delete(thread_id)
+        return self.conversations.delete(thread_id)
 
     def messages(self, thread_id: str) -> list[AnyMessage]:
         return list(self.state(thread_id).get("messages", []))
 
     def state(self, thread_id: str) -> dict[str, Any]:
         return dict(self.graph.get_state(_config(thread_id)).values)
+
+
+def _unknown(thread_id: str) -> UnknownThread:
+    return UnknownThread(f"No conversation {thread_id}; `cafbot conversations list` shows them.")
 
 
 def _config(thread_id: str) -> dict[str, Any]:

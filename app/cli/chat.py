@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from app.cli.common import console, err_console, friendly_errors, load_settings
 from app.cli.render import show_answer, show_sources, show_trace
@@ -63,7 +64,7 @@ def trace_json(trace: TurnTrace) -> dict:
             "trace": trace.model_dump(mode="json")}
 
 
-HELP = "Commands: /sources  /trace  /reset  /quit"
+HELP = "Commands: /sources  /trace  /reset  /delete  /quit"
 
 
 @friendly_errors
@@ -98,9 +99,19 @@ def chat(
                 show_sources(last)
             elif command == "/trace":
                 show_trace(last)
-            elif command == "/reset":
-                thread_id, last = bot.new_thread(label="cli-chat"), None
-                console.print(f"[dim]New conversation (thread {thread_id}).[/]")
+            elif command == "/reset":  # the old conversation is kept; say how to delete it
+                old, thread_id, last = thread_id, bot.new_thread(label="cli-chat"), None
+                console.print(f"[dim]New conversation (thread {escape(thread_id)}). The previous one is "
+                              f"kept; delete it with: cafbot conversations delete {escape(old)}[/]")
+            elif command == "/delete":
+                answer = console.input("Delete this conversation from every store? (y/N) ")
+                if answer.strip().lower() not in ("y", "yes"):
+                    console.print("[dim]Kept.[/]")
+                    continue
+                bot.delete(thread_id)
+                old, thread_id, last = thread_id, bot.new_thread(label="cli-chat"), None
+                console.print(f"[dim]Deleted conversation {escape(old)}. New conversation "
+                              f"(thread {escape(thread_id)}).[/]")
             else:
                 try:
                     last = bot.ask(thread_id, text, caf=caf)

@@ -12,6 +12,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from app.core.config import Settings
 from app.core.errors import ConfigError
+from app.core.files import private_sqlite
 from app.core.records import CHECKPOINT_TYPES
 
 
@@ -29,7 +30,8 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # The data dir 0700 and the file 0600 before SQLite opens it (its WAL files copy that mode).
+    private_sqlite(settings.checkpoint_path)
     # One connection shared by the CLI's or the app's threads; SqliteSaver serialises access.
     conn = sqlite3.connect(settings.checkpoint_path, check_same_thread=False)
     try:

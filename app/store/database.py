@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from app.core.errors import CafbotError
+from app.core.files import private_sqlite
 
 
 class StoreError(CafbotError):
@@ -60,8 +61,8 @@ class Database:
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> Database:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        return cls(f"sqlite:///{data_dir / 'store.sqlite'}")
+        """`store.sqlite` in `data_dir`: the folder 0700, the database and its WAL files 0600."""
+        return cls(f"sqlite:///{private_sqlite(data_dir / 'store.sqlite')}")
 
     @property
     def version(self) -> int:

@@ -12,6 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from app.core.errors import CafbotError
+from app.core.privacy import mask_record
 from app.core.records import CafMode, Record, TurnTrace
 from app.store.database import Database
 
@@ -30,6 +31,12 @@ class Conversation(Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
     turns: int = 0
     last_turn_at: str | None = None
+
+    @property
+    def last_activity(self) -> datetime:
+        """When the conversation last changed: its last turn, or else its creation (UTC)."""
+        when = datetime.fromisoformat(self.last_turn_at or self.created_at)
+        return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 class TurnLog:
@@ -50,7 +57,11 @@ class TurnLog:
                      parent=parent_thread_id, forked_at=forked_at_turn, metadata=json.dumps(metadata or {})))
 
     def record(self, trace: TurnTrace) -> None:
-        """Append one turn. Raises TurnConflict if that turn number is already recorded."""
+        """Append one turn. Raises TurnConflict if that turn number is already recorded.
+        E-mail addresses and phone numbers are masked in everything stored (the message, the
+        answer, the draft and every other free text of the trace); the conversation itself, in
+        the checkpointer, keeps the user's words."""
+        trace = mask_record(trace)
         try:
             with self.db.engine.begin() as db:
                 db.execute(text("""
