@@ -55,7 +55,7 @@ def ask(
         return
     show_answer(trace)
     show_trace(trace)
-    console.print(f"[dim]thread {thread_id}: continue with --thread {thread_id}[/]")
+    console.print(f"[dim]thread {escape(thread_id)}: continue with --thread {escape(thread_id)}[/]")
 
 
 def trace_json(trace: TurnTrace) -> dict:
@@ -81,7 +81,7 @@ def chat(
         thread_id = thread or bot.new_thread(label="cli-chat")
         last: TurnTrace | None = None
         console.print(f"[bold]cafbot[/] — information about schizophrenia from a checked knowledge base. "
-                      f"Not a substitute for your care team.\n[dim]{HELP}  (thread {thread_id})[/]")
+                      f"Not a substitute for your care team.\n[dim]{HELP}  (thread {escape(thread_id)})[/]")
         if thread and (history := bot.messages(thread_id)):
             console.print(f"[dim]Resumed: {len(history) // 2} earlier turns.[/]")
         while True:
@@ -116,7 +116,7 @@ def chat(
                 try:
                     last = bot.ask(thread_id, text, caf=caf)
                 except CafbotError as error:  # the REPL survives; the conversation is unchanged
-                    err_console.print(f"[red]{error}[/]", highlight=False)
+                    err_console.print(f"[red]{escape(str(error))}[/]", highlight=False, soft_wrap=True)
                     continue
                 show_answer(last)
-        console.print(f"[dim]Saved. Resume with: cafbot chat --thread {thread_id}[/]")
+        console.print(f"[dim]Saved. Resume with: cafbot chat --thread {escape(thread_id)}[/]")

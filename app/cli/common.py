@@ -8,9 +8,11 @@ from typing import ParamSpec, TypeVar
 
 import typer
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from rich.console import Console
+from rich.markup import escape
 
-from app.core.config import Settings
+from app.core.config import Settings, setting_origin
 from app.core.errors import CafbotError, ConfigError
 
 console = Console()
@@ -23,10 +25,19 @@ def load_settings(**overrides) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in error.errors()
-        )
-        raise ConfigError(f"Invalid configuration: {problems}") from error
+        problems = "; ".join(_problem(e["loc"], e["msg"]) for e in error.errors())
+        raise ConfigError(f"Invalid configuration: {problems}. `cafbot config show` prints the "
+                          "effective configuration.") from error
+    except SettingsError as error:  # a value the settings sources could not even parse
+        raise ConfigError(f"Invalid configuration: {error}. Lists and tables in environment "
+                          "variables are JSON, e.g. CAFBOT_CAF__TIERS='[0, 1]'.") from error
+
+
+def _problem(loc: tuple, message: str) -> str:
+    where = setting_origin(loc)
+    name = ".".join(str(p) for p in loc) or "(root)"
+    text = f"{name}: {' '.join(message.split())}"
+    return f"{where}: {text}" if where else text
 
 
 def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -37,7 +48,10 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except CafbotError as error:
-            err_console.print(f"[bold red]error:[/] {error}", highlight=False)
+            # Escaped: a message quoting a file name or a title with [brackets] is data, not markup;
+            # soft-wrapped: one line however narrow the terminal.
+            err_console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False,
+                              soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from app.cli.common import console, friendly_errors, load_settings
@@ -36,7 +37,8 @@ def list_judges() -> None:
     for column in ("judge", "rules", "applies when", "local checks", "max verdict"):
         table.add_column(column)
     for j in load_judges():
-        table.add_row(j.name, ", ".join(j.rules), j.applies_when, ", ".join(j.local_checks), j.severity.max_verdict)
+        table.add_row(*(escape(str(cell)) for cell in (j.name, ", ".join(j.rules), j.applies_when,
+                                                        ", ".join(j.local_checks), j.severity.max_verdict)))
     console.print(table)
 
 
@@ -78,7 +80,7 @@ def eval_judges(
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-        console.print(f"[dim]wrote {json_out}[/]")
+        console.print(f"[dim]wrote {escape(str(json_out))}[/]")
 
 
 def _expand(paths: list[Path]) -> list[Path]:
@@ -91,16 +93,16 @@ def _expand(paths: list[Path]) -> list[Path]:
 
 
 def _print(report, paths: list[Path], tiers: str) -> None:
-    table = Table(title=f"Per rule ({len(paths)} files, tiers {tiers})")
+    table = Table(title=f"Per rule ({len(paths)} files, tiers {escape(tiers)})")
     for column in ("rule", "n", "flag recall", "false flags", "accuracy"):
         table.add_column(column, justify="left" if column == "rule" else "right")
     for rule, figures in report.per_rule.items():
-        table.add_row(rule, str(int(figures["n"])), f"{figures['flag_recall']:.2f}",
+        table.add_row(escape(rule), str(int(figures["n"])), f"{figures['flag_recall']:.2f}",
                       f"{figures['false_flag_rate']:.2f}", f"{figures['accuracy']:.2f}")
     console.print(table)
     overall = Table(title="Overall")
     overall.add_column("metric")
     overall.add_column("value", justify="right")
     for key, value in report.model_dump(exclude={"per_rule", "per_scenario"}).items():
-        overall.add_row(key, f"{value:.3f}" if isinstance(value, float) else str(value))
+        overall.add_row(escape(key), f"{value:.3f}" if isinstance(value, float) else escape(str(value)))
     console.print(overall)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from app.cli.common import console, friendly_errors, load_settings
@@ -28,18 +29,18 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
     from app.kb import load_knowledge_base
 
     kb = load_knowledge_base(path or load_settings().knowledge_base)
-    table = Table(title=f"Knowledge base {kb.path}", title_justify="left")
+    table = Table(title=f"Knowledge base {escape(str(kb.path))}", title_justify="left")
     for column, justify in (("id", "left"), ("title", "left"), ("words", "right"), ("keywords", "right"), ("review", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for s in kb:
-        table.add_row(s.id, s.title, str(len(s.body.split())), str(len(s.keywords)),
+        table.add_row(escape(s.id), escape(s.title), str(len(s.body.split())), str(len(s.keywords)),
                       "[yellow]needs review[/]" if s.needs_review else "")
     console.print(table)
     review = [s.id for s in kb if s.needs_review]
     words = sum(len(s.body.split()) for s in kb)
     console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words.")
     if review:
-        console.print(f"[yellow]{len(review)} drafted summaries to review:[/] {', '.join(review)}")
+        console.print(f"[yellow]{len(review)} drafted summaries to review:[/] {escape(', '.join(review))}")
 
 
 @cli.command()
@@ -60,30 +61,47 @@ def ingest(
     with console.status("Reading and drafting…"):
         sources = ingest_folder(path, client=client, id_prefix=prefix)
     written = write_sources(sources, out, force=force)
-    table = Table(title=f"{len(written)} sources written to {out}", title_justify="left")
+    table = Table(title=f"{len(written)} sources written to {escape(str(out))}", title_justify="left")
     for column in ("id", "title", "file", "summary"):
         table.add_column(column)
     for source, file in zip(sources, written, strict=True):
-        table.add_row(source.id, source.title, file.name,
+        table.add_row(escape(source.id), escape(source.title), escape(file.name),
                       "drafted: review" if source.needs_review else "kept")
     console.print(table)
     drafted = "the configured model" if client else "the first sentences"
     console.print(f"Summaries drafted from {drafted} are marked needs_review: true. "
-                  f"Check with: cafbot kb check {out}")
+                  f"Check with: cafbot kb check {escape(str(out))}")
 
 
 @cli.command()
 @friendly_errors
-def index(kb: KbOption = None) -> None:
+def index(
+    kb: KbOption = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop this knowledge base's index and build it again (repairs a damaged index).")] = False,
+) -> None:
     """Build or update the retrieval index (only changed sources are re-embedded)."""
     from app.core.embeddings import Embedder
+    from app.kb import load_knowledge_base
     from app.retrieval import open_identifier
+    from app.retrieval.index import IndexDamaged, drop_index
 
     settings = _settings(kb)
-    identifier = open_identifier(settings, Embedder(), show_progress=True)
+    if rebuild:
+        load_knowledge_base(settings.knowledge_base)  # a broken knowledge base: say so before dropping
+        console.print(escape(drop_index(settings, settings.knowledge_base)), highlight=False)
+    embedder = Embedder()
+    try:
+        identifier = open_identifier(settings, embedder, show_progress=True)
+    except IndexDamaged:
+        if not rebuild or settings.retrieval.chroma_url:
+            raise
+        # Dropping the collection was not enough (its files are damaged): start from an empty folder.
+        console.print(escape(drop_index(settings, settings.knowledge_base, whole_folder=True)),
+                      highlight=False)
+        identifier = open_identifier(settings, embedder, show_progress=True)
     report = identifier.index_report
-    where = settings.retrieval.chroma_url or settings.index_dir
-    console.print(f"Index for {settings.knowledge_base} at {where}: {report.chunks} chunks; "
+    where = escape(str(settings.retrieval.chroma_url or settings.index_dir))
+    console.print(f"Index for {escape(str(settings.knowledge_base))} at {where}: {report.chunks} chunks; "
                   f"added {len(report.added)}, updated {len(report.updated)}, removed {len(report.removed)}, "
                   f"unchanged {report.unchanged} sources ({report.embedded_chunks} chunks embedded in "
                   f"{report.seconds:.1f} s).")
@@ -97,9 +115,11 @@ def identify(question: Annotated[str, typer.Argument(help="A question, in quotes
     from app.retrieval import open_identifier
 
     found = open_identifier(_settings(kb), Embedder()).identify(question)
-    console.print(f"outcome: [bold]{found.outcome}[/]  parts: {found.parts}  ({found.latency_ms:.1f} ms)")
+    console.print(f"outcome: [bold]{found.outcome}[/]  parts: {escape(str(found.parts))}  "
+                  f"({found.latency_ms:.1f} ms)")
     for c in found.candidates:
-        console.print(f"  {c.source_id}  {c.confidence:.2f}  {c.title}" + (f"  [dim]← {c.part}[/]" if c.part else ""))
+        console.print(f"  {escape(c.source_id)}  {c.confidence:.2f}  {escape(c.title)}"
+                      + (f"  [dim]← {escape(c.part)}[/]" if c.part else ""))
 
 
 @cli.command("eval")
@@ -119,7 +139,7 @@ def evaluate(
     identifier = open_identifier(_settings(kb), Embedder(), show_progress=True)
     results = run(identifier, questions)
     report = summarise(results)
-    console.print(f"{file}: {report.n} questions, {report.n_covered} covered, "
+    console.print(f"{escape(str(file))}: {report.n} questions, {report.n_covered} covered, "
                   f"{report.n_not_covered} not covered", highlight=False)
     table = Table(title="Retrieval evaluation", title_justify="left")
     table.add_column("metric")
@@ -134,7 +154,7 @@ def evaluate(
         kinds.add_column(column, justify="left" if column == "kind" else "right")
     for kind, m in report.by_kind.items():
         covered, uncovered = m["n_covered"] > 0, m["n_not_covered"] > 0
-        kinds.add_row(kind, str(int(m["n"])), *(f"{m[k]:.2f}" if covered else "-"
+        kinds.add_row(escape(kind), str(int(m["n"])), *(f"{m[k]:.2f}" if covered else "-"
                                                 for k in ("recall_at_1", "recall_at_3", "mrr")),
                       f"{m['not_covered_accuracy']:.2f}" if uncovered else "-")
     console.print(kinds)
@@ -142,9 +162,10 @@ def evaluate(
         for r in results:
             hit = r.outcome == "none" if r.expected == "not_covered" else bool(set(r.expected) & set(r.ranked[:3]))
             if not hit:
-                console.print(f"[red]miss[/] {r.id} ({r.kind}) expected {r.expected}, got {r.outcome} "
-                              f"{r.ranked}: {r.question}", highlight=False)
+                console.print("[red]miss[/] " + escape(f"{r.id} ({r.kind}) expected {r.expected}, got "
+                                                         f"{r.outcome} {r.ranked}: {r.question}"),
+                              highlight=False)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(report_json(report) + "\n", encoding="utf-8")
-        console.print(f"Metrics written to {json_out}")
+        console.print(f"Metrics written to {escape(str(json_out))}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -14,6 +15,7 @@ from app.core.config import Settings
 from app.core.errors import ConfigError
 from app.core.files import private_sqlite
 from app.core.records import CHECKPOINT_TYPES
+from app.store import StoreError
 
 
 def serializer() -> JsonPlusSerializer:
@@ -33,13 +35,31 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
     # The data dir 0700 and the file 0600 before SQLite opens it (its WAL files copy that mode).
     private_sqlite(settings.checkpoint_path)
     # One connection shared by the CLI's or the app's threads; SqliteSaver serialises access.
-    conn = sqlite3.connect(settings.checkpoint_path, check_same_thread=False)
+    try:
+        conn = sqlite3.connect(settings.checkpoint_path, check_same_thread=False)
+    except sqlite3.DatabaseError as error:
+        raise unreadable_store(settings.checkpoint_path, error) from error
     try:
         saver = SqliteSaver(conn, serde=serializer())
-        saver.setup()
+        try:
+            saver.setup()
+        except sqlite3.DatabaseError as error:
+            raise unreadable_store(settings.checkpoint_path, error) from error
         yield saver
     finally:
         conn.close()
+
+
+def unreadable_store(path: Path, error: Exception) -> StoreError:
+    """One line naming the conversation store and the fix."""
+    reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+    if any(word in reason.lower() for word in ("not a database", "malformed", "corrupt")):
+        fix = (f"The file is damaged: move it aside (mv {path} {path}.broken) and run the command "
+               "again; a new, empty conversation store is created (the old conversations are not "
+               "in it). `cafbot doctor` checks every store.")
+    else:
+        fix = "Check that the file and its folder exist and are readable and writable by you."
+    return StoreError(f"{path}: cannot open the conversation store ({reason}). {fix}")
 
 
 def _postgres(settings: Settings) -> AbstractContextManager[BaseCheckpointSaver]:

@@ -11,8 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -22,7 +25,7 @@ from tqdm import tqdm
 
 from app.core.config import Settings
 from app.core.embeddings import Embedder
-from app.core.errors import ConfigError
+from app.core.errors import CafbotError, ConfigError
 from app.kb.loader import KnowledgeBase
 from app.retrieval.chunking import Chunk, chunk_source, source_fingerprint
 
@@ -67,6 +70,78 @@ def chroma_client(settings: Settings):
                                settings=chroma_settings)
 
 
+REBUILD_COMMAND = "cafbot kb index --rebuild"
+
+
+class IndexDamaged(CafbotError):
+    """The index cannot be opened or read; the message names it and the repair command."""
+
+
+@contextmanager
+def reading_index(settings: Settings) -> Iterator[None]:
+    """Chroma's own errors (a damaged SQLite file or vector segment, an unreadable folder, a server
+    that fails) become one line naming the index and `cafbot kb index --rebuild`."""
+    try:
+        yield
+    except CafbotError:
+        raise
+    except Exception as error:
+        reason = (str(error).strip().splitlines() or [""])[0][:200]
+        reason = f"{type(error).__name__}: {reason}" if reason else type(error).__name__
+        if settings.retrieval.chroma_url:
+            raise IndexDamaged(
+                f"{settings.retrieval.chroma_url}: the Chroma server failed ({reason}). Check that it "
+                f"is running; if its collection is damaged, rebuild it with `{REBUILD_COMMAND}`."
+            ) from error
+        raise IndexDamaged(
+            f"{settings.index_dir}: the search index cannot be opened or read ({reason}). "
+            f"Rebuild it with `{REBUILD_COMMAND}`.") from error
+
+
+def drop_index(settings: Settings, kb_path: Path, *, whole_folder: bool = False) -> str:
+    """Drop this knowledge base's collection, so the next open builds it from scratch. A local
+    index that cannot even be opened (or `whole_folder`) is removed altogether: it holds only
+    derived data, and other knowledge bases' collections in it are rebuilt on their next use.
+    Returns what was done, for the user."""
+    name = collection_name(kb_path)
+    if not whole_folder:
+        try:
+            with reading_index(settings):
+                client = chroma_client(settings)
+                if name in _collection_names(client):
+                    client.delete_collection(name)
+                    return f"Dropped the index of {kb_path} ({name})."
+                return f"No index of {kb_path} to drop ({name})."
+        except IndexDamaged:
+            if settings.retrieval.chroma_url:
+                raise  # a server's storage is the server's to repair
+    folder = settings.index_dir
+    _forget_local_clients()
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+    elif folder.exists():
+        try:
+            shutil.rmtree(folder)
+        except OSError as error:
+            raise IndexDamaged(f"{folder}: cannot remove the damaged index ({error.strerror or error}); "
+                               "remove the folder by hand and run the command again.") from error
+    return f"Removed the damaged index folder {folder}."
+
+
+def _collection_names(client) -> set[str]:
+    return {getattr(c, "name", c) for c in client.list_collections()}
+
+
+def _forget_local_clients() -> None:
+    """Chroma caches one system per folder in each process; after the folder is removed the cache
+    would point at deleted files."""
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+    except ImportError:  # older chromadb
+        from chromadb.api.client import SharedSystemClient
+    SharedSystemClient.clear_system_cache()
+
+
 class Tokenizer:
     """Lower-case words, English stop words removed, Snowball-stemmed: 'relapses' finds 'relapse'."""
 
@@ -91,11 +166,12 @@ class ChunkIndex:
         self.source_of = {c.id: c.source_id for c in self.chunks}
         self._fingerprints = {s.id: source_fingerprint(s, self.embedder.name, retrieval.chunk_words,
                                                        retrieval.chunk_overlap_words) for s in kb}
-        self.collection = (client or chroma_client(settings)).get_or_create_collection(
-            collection_name(kb.path), embedding_function=None,
-            configuration={"hnsw": {"space": "cosine"}},
-            metadata={"knowledge_base": str(kb.path.resolve())[-500:], "model": self.embedder.name},
-        )
+        with reading_index(settings):
+            self.collection = (client or chroma_client(settings)).get_or_create_collection(
+                collection_name(kb.path), embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"knowledge_base": str(kb.path.resolve())[-500:], "model": self.embedder.name},
+            )
         self._build_bm25()
 
     # -- building ----------------------------------------------------------------------------
@@ -117,6 +193,10 @@ class ChunkIndex:
 
     def sync(self, show_progress: bool = False) -> IndexSync:
         """Bring Chroma in line with the knowledge base, re-embedding only what changed."""
+        with reading_index(self.settings):
+            return self._sync(show_progress)
+
+    def _sync(self, show_progress: bool) -> IndexSync:
         started = time.perf_counter()
         stored_fp: dict[str, str] = {}
         stored_count: Counter[str] = Counter()
@@ -174,7 +254,8 @@ class ChunkIndex:
         n = min(n, len(self.chunks))
         if n == 0:
             return [[] for _ in range(len(vectors))]
-        found = self.collection.query(query_embeddings=vectors, n_results=n, include=["distances"])
+        with reading_index(self.settings):
+            found = self.collection.query(query_embeddings=vectors, n_results=n, include=["distances"])
         return [[(cid, 1.0 - float(d)) for cid, d in zip(ids, dists, strict=True)]
                 for ids, dists in zip(found["ids"], found["distances"] or [], strict=True)]
 
