@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from app.cli.common import console, friendly_errors, load_settings
 
@@ -16,8 +17,12 @@ def serve_model(
     port: Annotated[int | None, typer.Option(help="Loopback port (default from configuration).")] = None,
     gguf: Annotated[str | None, typer.Option(help="A GGUF file to serve instead of the bundled one.")] = None,
 ) -> None:
-    """Run llama.cpp's OpenAI-compatible server with the bundled GGUF until Ctrl-C."""
-    from app.core.models.local_server import run_server
+    """Run llama.cpp's OpenAI-compatible server with the bundled GGUF until Ctrl-C.
+
+    It writes the pid file (`llama-server-PORT.pid` in the data dir) that lets `cafbot ask` and
+    `cafbot chat` reuse it, and stops with this command (Ctrl-C, SIGTERM, SIGHUP, or SIGKILL on Linux).
+    """
+    from app.core.models.local_server import pid_file, run_server
 
     settings = load_settings(profile="local")
     if port:
@@ -26,7 +31,8 @@ def serve_model(
         settings.local_server.gguf_path = Path(gguf)
     console.print("Starting the local model server…")
     with run_server(settings) as url:
-        console.print(f"Serving on {url} (OpenAI-compatible). Ctrl-C to stop.")
+        console.print(f"Serving on {escape(url)} (OpenAI-compatible; pid file "
+                      f"{escape(str(pid_file(settings)))}). Ctrl-C to stop.", highlight=False)
         try:
             while True:
                 time.sleep(1)
