@@ -13,11 +13,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import typer
 
 from app.cli import chat, config_cmd, conversations_cmd, judges_cmd, kb, model_cmd
+from app.cli.doctor_cmd import doctor
 
 cli = typer.Typer(help="cafbot: a safety-filtered patient-education chatbot.", no_args_is_help=True)
 cli.command()(chat.ask)
 cli.command()(chat.chat)
 cli.command("serve-model")(model_cmd.serve_model)
+cli.command()(doctor)
 cli.add_typer(kb.cli, name="kb", help="Check, ingest, index and evaluate a knowledge base.")
 cli.add_typer(judges_cmd.cli, name="judges", help="List the judges; evaluate the filter on scenarios.")
 cli.add_typer(config_cmd.cli, name="config", help="Show the effective configuration.")
