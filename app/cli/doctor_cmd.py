@@ -145,6 +145,11 @@ def check_knowledge_base(settings: Settings):
         more = f" (and {len(lines) - 1} more lines)" if len(lines) > 1 else ""
         return None, fail("knowledge base", f"{lines[0]}{more}",
                           f"fix the files named; `cafbot kb check {where}` lists every problem")
+    if quarantined := getattr(kb, "quarantined", []):
+        ids = ", ".join(q.source.id for q in quarantined)
+        return kb, fail("knowledge base", f"{where}: {len(quarantined)} sources quarantined for "
+                                          f"flagged text, neither indexed nor shown ({ids})",
+                        f"`cafbot kb check {where}` names each file and line; fix the text or approve it")
     review = sum(1 for s in kb if s.needs_review)
     note = f"; {review} drafted summaries to review" if review else ""
     return kb, ok("knowledge base", f"{where}: {len(kb)} sources load and validate{note}")
