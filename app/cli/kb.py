@@ -38,9 +38,24 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
     console.print(table)
     review = [s.id for s in kb if s.needs_review]
     words = sum(len(s.body.split()) for s in kb)
-    console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words.")
     if review:
         console.print(f"[yellow]{len(review)} drafted summaries to review:[/] {escape(', '.join(review))}")
+    if report_quarantined(kb):
+        raise typer.Exit(1)
+    console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words.")
+
+
+def report_quarantined(kb) -> bool:
+    """Print each quarantined source's flagged sentences (file:line: reason); True if any."""
+    if not kb.quarantined:
+        return False
+    for quarantined in kb.quarantined:
+        for line in quarantined.lines():
+            console.print(f"[red]quarantined[/] {escape(line)}", highlight=False)
+    console.print(f"[red]{len(kb.quarantined)} source(s) quarantined[/]: they are not indexed or shown to any "
+                  "model. Fix the text, or after review list each flagged sentence under "
+                  "approved_sentences: in the source's front matter.", highlight=False)
+    return True
 
 
 @cli.command()
@@ -53,6 +68,7 @@ def ingest(
     no_llm: Annotated[bool, typer.Option("--no-llm", help="Draft summaries offline even if a model is configured.")] = False,
 ) -> None:
     """Turn a folder of documents into knowledge-base sources (summaries drafted for review)."""
+    from app.kb import load_knowledge_base
     from app.kb.ingest import ingest as ingest_folder
     from app.kb.ingest import write_sources
     from app.retrieval.summaries import summaries_client
@@ -71,6 +87,7 @@ def ingest(
     drafted = "the configured model" if client else "the first sentences"
     console.print(f"Summaries drafted from {drafted} are marked needs_review: true. "
                   f"Check with: cafbot kb check {escape(str(out))}")
+    report_quarantined(load_knowledge_base(out))
 
 
 @cli.command()

@@ -220,8 +220,9 @@ def write_sources(sources: list[Source], out: Path, *, force: bool = False) -> l
     written = []
     for source in sources:
         meta = source.meta.model_dump(exclude_defaults=False)
-        if not meta["needs_review"]:
-            meta.pop("needs_review")
+        for optional in ("needs_review", "approved_sentences"):  # written only when they say something
+            if not meta[optional]:
+                meta.pop(optional)
         header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=100)
         body = source.body if source.body.lstrip().startswith("#") else f"# {source.title}\n\n{source.body}"
         path = out / f"{source.id}-{slug(source.title)}.md"
