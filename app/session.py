@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -37,6 +38,9 @@ from app.store import Conversation, Database, StoreError, TurnLog
 log = logging.getLogger(__name__)
 
 
+THREAD_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
 class TurnFailed(CafbotError):
     """A turn could not be completed; the conversation is unchanged."""
 
@@ -54,6 +58,9 @@ def one_writer(lock_dir: Path, thread_id: str, timeout_s: float) -> Iterator[Non
     """Serialise turns on one conversation across threads and processes (an advisory file lock per
     thread): two askers at once would both build turn N from the same checkpoint, and one would be
     lost. The second waits up to `timeout_s`, then is told the conversation is busy."""
+    if not THREAD_ID.fullmatch(thread_id):  # it names a file: no "../", no separators
+        raise UnknownThread(f"{thread_id!r} is not a conversation id (letters, digits, '-' and '_', "
+                            "up to 64); `cafbot conversations list` shows yours.")
     lock_path = private_file(private_dir(lock_dir) / f"{thread_id}.lock")  # 0700 folder, 0600 file
     deadline = time.monotonic() + timeout_s
     with open(lock_path, "a+") as handle:

@@ -195,3 +195,11 @@ def test_the_english_only_notice_always_carries_the_crisis_contacts(fast_bot):
     trace = bot.ask(bot.new_thread(), "Bonjour, quels sont les effets secondaires de la clozapine ?")
     assert trace.route == "notice" and "only answer in English" in trace.answer
     assert "Test Line: call 0000" in trace.answer
+
+
+@pytest.mark.parametrize("thread", ["../outside", "a/b", "", "x" * 65, "id with spaces"])
+def test_a_thread_id_that_is_not_an_id_is_refused_before_it_names_a_file(fast_bot, tmp_path, thread):
+    bot = fast_bot()
+    with pytest.raises(UnknownThread, match="is not a conversation id"):
+        bot.ask(thread, QUESTION)
+    assert not (tmp_path / "data" / "outside.lock").exists()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime
 from collections.abc import Callable
+from datetime import datetime
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
