@@ -5,6 +5,7 @@ identifier standing in for MiniLM and the full index."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -136,6 +137,21 @@ def test_a_corrupt_conversation_store_is_one_line_naming_the_file(tmp_path, fast
     line = error_line(run("ask", "What is clozapine?", env={"CAFBOT_DATA_DIR": str(data)}))
     assert f"{data / 'conversations.sqlite'}: cannot open the conversation store" in line
     assert "file is not a database" in line and "mv " in line
+
+
+def test_a_conversation_store_damaged_past_its_first_page_is_one_line_too(tmp_path, fast_services):
+    """The schema reads fine, so the damage shows only when the conversation is read."""
+    data = tmp_path / "data"
+    env = {"CAFBOT_DATA_DIR": str(data)}
+    first = run("ask", "What is clozapine?", "--json", env=env)
+    assert first.exit_code == 0, first.output
+    thread = json.loads(first.output)["thread_id"]
+    store = data / "conversations.sqlite"
+    damaged = bytearray(store.read_bytes())
+    damaged[4096:] = b"\xff" * (len(damaged) - 4096)
+    store.write_bytes(bytes(damaged))
+    line = error_line(run("ask", "And its side effects?", "--thread", thread, env=env))
+    assert f"{store}: cannot read or write the conversation store (database disk image is malformed)" in line
 
 
 def test_a_corrupt_turn_store_is_one_line_naming_the_file(tmp_path, fast_services):

@@ -3,6 +3,7 @@ Postgres for deployments. A restart opens the same file and the threads resume."
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -30,7 +31,6 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
         with _postgres(settings) as saver:
             yield saver
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
 
     # The data dir 0700 and the file 0600 before SQLite opens it (its WAL files copy that mode).
     private_sqlite(settings.checkpoint_path)
@@ -40,7 +40,8 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
     except sqlite3.DatabaseError as error:
         raise unreadable_store(settings.checkpoint_path, error) from error
     try:
-        saver = SqliteSaver(conn, serde=serializer())
+        saver = _named_sqlite_saver()(conn, serde=serializer())
+        saver.path = settings.checkpoint_path
         try:
             saver.setup()
         except sqlite3.DatabaseError as error:
@@ -50,16 +51,39 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
         conn.close()
 
 
-def unreadable_store(path: Path, error: Exception) -> StoreError:
+@functools.cache
+def _named_sqlite_saver() -> type[BaseCheckpointSaver]:
+    from langgraph.checkpoint.sqlite import SqliteSaver  # on first use, as before
+
+    class NamedSqliteSaver(SqliteSaver):
+        """LangGraph's SqliteSaver; a damaged page that shows only when a conversation is read or
+        written is the same one-line error, naming the file, as a damaged file at open."""
+
+        path: Path
+
+        @contextmanager
+        def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+            try:
+                with super().cursor(transaction) as cur:
+                    yield cur
+            except sqlite3.DatabaseError as error:
+                raise unreadable_store(self.path, error, "read or write") from error
+
+    return NamedSqliteSaver
+
+
+def unreadable_store(path: Path, error: Exception, doing: str = "open") -> StoreError:
     """One line naming the conversation store and the fix."""
     reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
     if any(word in reason.lower() for word in ("not a database", "malformed", "corrupt")):
         fix = (f"The file is damaged: move it aside (mv {path} {path}.broken) and run the command "
                "again; a new, empty conversation store is created (the old conversations are not "
                "in it). `cafbot doctor` checks every store.")
+    elif "locked" in reason.lower():
+        fix = "Another process holds it; wait for it to finish and try again."
     else:
         fix = "Check that the file and its folder exist and are readable and writable by you."
-    return StoreError(f"{path}: cannot open the conversation store ({reason}). {fix}")
+    return StoreError(f"{path}: cannot {doing} the conversation store ({reason}). {fix}")
 
 
 def _postgres(settings: Settings) -> AbstractContextManager[BaseCheckpointSaver]:
