@@ -162,6 +162,22 @@ def test_a_corrupt_turn_store_is_one_line_naming_the_file(tmp_path, fast_service
     assert f"{data / 'store.sqlite'}: cannot open the store" in line
 
 
+def test_a_database_error_that_names_no_file_is_one_line_pointing_to_doctor(capsys):
+    import typer
+    from sqlalchemy.exc import DatabaseError
+
+    from app.cli.common import friendly_errors
+
+    @friendly_errors
+    def command() -> None:
+        raise DatabaseError("SELECT 1", {}, sqlite3.DatabaseError("database disk image is malformed"))
+
+    with pytest.raises(typer.Exit):
+        command()
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "database disk image is malformed" in lines[0] and "cafbot doctor" in lines[0]
+
+
 def test_open_checkpointer_names_the_file(tmp_path):
     from app.graph.checkpoint import open_checkpointer
     from app.store import StoreError

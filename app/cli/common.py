@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sqlite3
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -48,10 +49,23 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except CafbotError as error:
-            # Escaped: a message quoting a file name or a title with [brackets] is data, not markup;
-            # soft-wrapped: one line however narrow the terminal.
-            err_console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False,
-                              soft_wrap=True)
+            print_error(str(error))
+            raise typer.Exit(1) from None
+        except Exception as error:
+            # The stores name their file when they open; a page damaged deeper in a SQLite file
+            # shows only when read, by code that knows no file name. Still one line, with the way on.
+            damage = error if isinstance(error, sqlite3.DatabaseError) else getattr(error, "orig", None)
+            if not isinstance(damage, sqlite3.DatabaseError):
+                raise
+            reason = (str(damage).strip().splitlines() or [type(damage).__name__])[0][:200]
+            print_error(f"a database in the data dir cannot be read ({reason}). `cafbot doctor` "
+                        "names the damaged file and how to replace it.")
             raise typer.Exit(1) from None
 
     return wrapper
+
+
+def print_error(message: str) -> None:
+    # Escaped: a message quoting a file name or a title with [brackets] is data, not markup;
+    # soft-wrapped: one line however narrow the terminal.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
