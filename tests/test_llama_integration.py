@@ -80,8 +80,13 @@ def test_a_flagged_draft_runs_through_tiers_1_and_2_with_real_structured_outputs
     # Tier 2 on its own, so the strong-judge prompt is exercised whatever tier 1 decided.
     medication = next(j for j in load_judges() if j.name == "medication_safety")
     confirmed = ask_llm_judge(2, judge, medication, ctx)
-    assert confirmed.tier == 2 and confirmed.error is None, confirmed.error
-    assert confirmed.output_tokens > 0
+    # The structured round trip worked: the tool call came back and parsed. Whether the verdict is
+    # usable is the sanity check's call: a 270M base model often repeats the answer format as its
+    # reason, and then the judge counts as failed (a flag), never as a pass.
+    assert confirmed.tier == 2 and confirmed.output_tokens > 0
+    assert confirmed.error is None or confirmed.error.startswith("malformed verdict:"), confirmed.error
+    if confirmed.error:
+        assert confirmed.verdict == "reject"
 
 
 def test_a_whole_turn_through_the_graph_on_the_local_model(llama_settings, tmp_path):
