@@ -31,6 +31,7 @@ from typing import Any
 
 from app.core.config import ROLES, Provider, Settings
 from app.core.errors import ConfigError, ModelError
+from app.core.files import private_dir, private_file
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,8 @@ def run_server(settings: Settings, log_file: Path | None = None,
                 f"{server.host}:{server.port}; use it, or stop it first (kill {record['owner_pid']}).")
         raise port_taken(settings)
     log_path = log_file or settings.data_dir / "llama-server.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as output:
+    private_dir(log_path.parent)
+    with open(private_file(log_path), "ab") as output:
         # Its own session and process group: Ctrl-C in the terminal reaches cafbot, which stops
         # the whole group; and on Linux the kernel kills it if cafbot dies without stopping it.
         process = subprocess.Popen(command, stdout=output, stderr=output, start_new_session=True,
