@@ -22,6 +22,9 @@ class SourceMeta(BaseModel):
     summary: str = Field(min_length=1)
     keywords: list[str] = Field(default_factory=list)
     references: list[str] = Field(default_factory=list)
+    # Questions this source answers, in a user's words: offered as examples and follow-up
+    # suggestions, so each must be answered by this source's text.
+    questions: list[str] = Field(default_factory=list)
     # True when the summary or keywords were drafted automatically (`cafbot kb ingest`):
     # the author should read them before the source is relied on.
     needs_review: bool = False
@@ -29,13 +32,20 @@ class SourceMeta(BaseModel):
     # myth, say). Any other flagged sentence quarantines the source: see judges/source_audit.py.
     approved_sentences: list[str] = Field(default_factory=list)
 
-    @field_validator("keywords", "references")
+    @field_validator("keywords", "references", "questions")
     @classmethod
     def _no_blank_items(cls, items: list[str]) -> list[str]:
         cleaned = [str(item).strip() for item in items]
         if any(not item for item in cleaned):
             raise ValueError("contains an empty item")
         return cleaned
+
+    @field_validator("questions")
+    @classmethod
+    def _questions_are_questions(cls, questions: list[str]) -> list[str]:
+        if bad := [q for q in questions if not q.rstrip().endswith("?")]:
+            raise ValueError(f"a question must end with '?': {bad[0]!r}")
+        return questions
 
 
 class Source(SourceMeta):
