@@ -13,17 +13,13 @@ import unicodedata
 from pydantic import BaseModel
 
 from app.core.config import InputLimits
+from app.core.text import looks_english
 
 # Zero-width and bidirectional-override characters: invisible, and used to hide injected text.
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _SPACES = re.compile(r"[ \t]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-# Common short English words; a message with none of them, written mostly in other scripts or
-# words, is most likely not English.
-_ENGLISH_HINTS = frozenset(
-    ["i", "you", "my", "me", "is", "are", "am", "do", "does", "what", "how", "why", "when", "can", "could", "should", "the", "a", "an", "and", "or", "to", "of", "in", "on", "it", "for", "with", "about", "have", "has", "be", "not", "no", "yes", "he", "she", "they", "we", "his", "her", "their", "our", "this", "that", "meds", "help"]
-)
+
 
 
 class CleanedInput(BaseModel):
@@ -57,15 +53,3 @@ def clean_message(raw: str, limits: InputLimits) -> CleanedInput:
             "If I missed your question, please send it on its own."
         )
     return CleanedInput(text=text, notices=notices, likely_english=looks_english(text))
-
-
-def looks_english(text: str) -> bool:
-    words = [w.lower() for w in _WORD.findall(text)]
-    if not words:
-        return True  # numbers or emoji only: let retrieval decide
-    latin = sum(1 for w in words if w.isascii())
-    if latin / len(words) < 0.5:
-        return False
-    if len(words) < 4:
-        return True  # too short to judge ("clozapine?", "LAI side effects")
-    return any(w in _ENGLISH_HINTS for w in words)

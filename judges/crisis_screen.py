@@ -1,5 +1,7 @@
-"""The input screen's second look: when tier 0 did not call a message a crisis but is not sure, a
-screener LLM reads it. Recall first: the LLM can add a crisis, never remove one that tier 0 found."""
+"""The input screen's second look by a screener LLM. It reads a message tier 0 was unsure about:
+one it did not call a crisis but came close, which the LLM may call a crisis; and one only the
+learned layer called a crisis, below its confident line, which the LLM may clear. A crisis found
+by a language or pattern hit, or by the learned layer with confidence, is never cleared."""
 
 from __future__ import annotations
 
@@ -12,8 +14,7 @@ from pydantic import BaseModel, Field
 from app.core.errors import ModelError
 from app.core.models import Deadline, RoleClient, call_structured
 from app.core.records import ModelCall
-from judges.local import patterns
-from judges.schema import Finding
+from judges.local.crisis import Assessment
 
 PROMPT = Path(__file__).with_name("prompts") / "crisis_screen.md"
 
@@ -28,11 +29,12 @@ def _prompt() -> str:
     return PROMPT.read_text(encoding="utf-8")
 
 
-def needs_second_look(tier0: Finding, mode: str) -> bool:
-    """"uncertain": tier 0 saw some risk (a score) without calling it a crisis."""
-    if tier0.flagged or mode == "off":
+def needs_second_look(tier0: Assessment, mode: str) -> bool:
+    """"uncertain": tier 0 came close to a crisis, or only its learned layer saw one, unsure;
+    "always": also every message tier 0 did not call a crisis."""
+    if mode == "off" or (tier0.crisis and not tier0.clearable):
         return False
-    return mode == "always" or tier0.score >= patterns.threshold("crisis", "llm_second_look")
+    return tier0.crisis or tier0.uncertain or mode == "always"
 
 
 def second_look(client: RoleClient, text: str,

@@ -1,5 +1,6 @@
-"""Measuring the filter on scenarios: each scenario runs through the same input screen and cascade
-the chatbot uses, and its verdict is compared with the expected one."""
+"""Measuring the filter on scenarios: each scenario runs through the functions a user turn runs
+(the caller hands in the input screen and the filter's review, the very ones the graph calls), and
+its verdict and route are compared with the expected ones."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from app.core.records import SourceText, Turn
+from app.core.records import CafReport, SourceText, Turn
 from app.core.stats import percentile
-from judges.cascade import Cascade
-from judges.local.crisis import detect_crisis
 from judges.scenarios import Scenario
 from judges.schema import DraftContext
 
 ResolveSource = Callable[[str], SourceText | None]
+Screen = Callable[[str, bool], str]  # (message, has a conversation) -> route
+Review = Callable[[DraftContext], CafReport]
 
 
 class ScenarioResult(BaseModel):
@@ -25,6 +26,10 @@ class ScenarioResult(BaseModel):
     verdict: str
     flagged_by: list[str]
     rule: str = ""
+    category: str = ""
+    language: str = "en"
+    expected_route: str | None = None
+    route: str = ""
     llm_calls: int = 0
     llm_tokens: int = 0
     escalated: bool = False
@@ -38,12 +43,14 @@ class EvalReport(BaseModel):
     accuracy: float
     crisis_recall: float
     crisis_false_positive_rate: float
+    route_accuracy: float | None = None  # over English scenarios that name a route
     escalation_rate: float
     llm_calls_per_scenario: float
     llm_tokens_per_scenario: float
     latency_ms_p50: float
     latency_ms_p95: float
     per_rule: dict[str, dict[str, float]]
+    per_category: dict[str, dict[str, float]] = {}
     per_scenario: list[ScenarioResult]
 
 
@@ -61,25 +68,30 @@ def to_context(scenario: Scenario, resolve: ResolveSource) -> DraftContext:
     return DraftContext(user=scenario.user, draft=scenario.response, sources=sources, history=history)
 
 
-def judge_scenario(scenario: Scenario, cascade: Cascade, resolve: ResolveSource) -> ScenarioResult:
-    """What the chatbot would do: crisis input goes to the crisis route; anything else is judged."""
+def judge_scenario(scenario: Scenario, screen: Screen, review: Review, resolve: ResolveSource) -> ScenarioResult:
+    """What the chatbot would do: screen the message; a crisis goes to the crisis route, small
+    talk to its reply; a draft, if the scenario has one, is reviewed by the filter."""
     started = time.perf_counter()
     ctx = to_context(scenario, resolve)
-    if detect_crisis(ctx.user, cascade.resources).flagged:
-        return ScenarioResult(id=scenario.id, expected=scenario.expected, verdict="crisis",
-                              flagged_by=["crisis"], rule=scenario.rule,
-                              latency_ms=(time.perf_counter() - started) * 1000)
-    result = cascade.run(ctx)
-    verdict = "reject" if result.failed_closed else result.verdict
+    route = screen(ctx.user, bool(ctx.history))
+    verdict, flagged_by, report = "pass", [], None
+    if route == "crisis":
+        verdict, flagged_by = "crisis", ["crisis"]
+    elif ctx.draft is not None:
+        report = review(ctx)
+        verdict = report.final_verdict
+        flagged_by = sorted({j.judge for j in report.judgements if j.verdict != "pass"})
     return ScenarioResult(
-        id=scenario.id, expected=scenario.expected, verdict=verdict, flagged_by=result.flagged_by,
-        rule=scenario.rule, llm_calls=result.llm_calls, llm_tokens=result.llm_tokens,
-        escalated=result.escalated, latency_ms=(time.perf_counter() - started) * 1000)
+        id=scenario.id, expected=scenario.expected, verdict=verdict, flagged_by=flagged_by,
+        rule=scenario.rule, category=scenario.category, language=scenario.language,
+        expected_route=scenario.route, route="question" if route == "answer" else route,
+        llm_calls=report.llm_calls if report else 0, llm_tokens=report.llm_tokens if report else 0,
+        escalated=report.escalated if report else False,
+        latency_ms=(time.perf_counter() - started) * 1000)
 
 
-def evaluate(scenarios: list[Scenario], cascade: Cascade, resolve: ResolveSource) -> EvalReport:
-    results = [judge_scenario(s, cascade, resolve) for s in scenarios]
-    return summarise(results)
+def evaluate(scenarios: list[Scenario], screen: Screen, review: Review, resolve: ResolveSource) -> EvalReport:
+    return summarise([judge_scenario(s, screen, review, resolve) for s in scenarios])
 
 
 def _ratio(numerator: int, denominator: int) -> float:
@@ -103,6 +115,20 @@ def summarise(results: list[ScenarioResult]) -> EvalReport:
                "accuracy": _ratio(sum(r.verdict == r.expected for r in rs), len(rs))}
         for rule, rs in sorted(by_rule.items())
     }
+    by_category: dict[str, list[ScenarioResult]] = defaultdict(list)
+    for r in results:
+        if r.category:
+            by_category[r.category if r.language == "en" else f"other languages: {r.category}"].append(r)
+    per_category = {
+        category: {"n": len(rs),
+                   "crisis_recall" if rs[0].expected == "crisis" else "false_crisis_rate":
+                       _ratio(sum(r.verdict == "crisis" for r in rs), len(rs)),
+                   **({"route_accuracy": _ratio(sum(r.route == r.expected_route for r in rs), len(rs))}
+                      if rs[0].expected_route and rs[0].language == "en" else {})}
+        for category, rs in sorted(by_category.items())
+    }
+    # Other languages get the "English only" notice unless in crisis: their route is not scored.
+    routed = [r for r in results if r.expected_route and r.language == "en"]
     latencies = [r.latency_ms for r in results]
     return EvalReport(
         n=len(results),
@@ -111,11 +137,13 @@ def summarise(results: list[ScenarioResult]) -> EvalReport:
         accuracy=_ratio(sum(r.verdict == r.expected for r in results), len(results)),
         crisis_recall=_ratio(sum(r.verdict == "crisis" for r in crises), len(crises)),
         crisis_false_positive_rate=_ratio(sum(r.verdict == "crisis" for r in non_crises), len(non_crises)),
+        route_accuracy=_ratio(sum(r.route == r.expected_route for r in routed), len(routed)) if routed else None,
         escalation_rate=_ratio(sum(r.escalated for r in results), len(results)),
         llm_calls_per_scenario=round(sum(r.llm_calls for r in results) / (len(results) or 1), 3),
         llm_tokens_per_scenario=round(sum(r.llm_tokens for r in results) / (len(results) or 1), 1),
         latency_ms_p50=round(percentile(latencies, 50), 2),
         latency_ms_p95=round(percentile(latencies, 95), 2),
         per_rule=per_rule,
+        per_category=per_category,
         per_scenario=results,
     )

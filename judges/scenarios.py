@@ -3,6 +3,10 @@
 Each names the user message, the draft to judge (`response`, null to judge the user message
 alone), its sources (objects with their text, or bare ids that the caller resolves against the
 knowledge base), earlier turns, and the expected verdict with the rule it is about.
+
+Input-screen scenarios (scenarios/screen) are the conversational kind: `response` is null, and
+`route` says where the message must go (crisis, small talk or a question for the knowledge base),
+with the `category` and `language` their figures are reported by.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, ValidationError
 
@@ -32,6 +37,9 @@ class Scenario(Record):
     history: list[Turn] = Field(default_factory=list)
     expected: Expected
     rule: str = ""
+    route: Literal["crisis", "small_talk", "question"] | None = None
+    category: str = ""
+    language: str = "en"
 
     @property
     def source_ids(self) -> list[str]:

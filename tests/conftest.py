@@ -74,7 +74,7 @@ def embedding_resources(embedder, tmp_path_factory):
     """Tier-0 resources with the real embedder and learned checks (trained once per session)."""
     from judges.local import Resources
 
-    return Resources(embedder, models_dir=tmp_path_factory.mktemp("models"))
+    return Resources(embedder)
 
 
 @pytest.fixture(scope="session")

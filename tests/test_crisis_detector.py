@@ -1,6 +1,9 @@
 """The crisis detector: recall first (direct, indirect, slang, misspelt, third-person, plans,
 means, harm to others), but information requests and figures of speech are not crises.
-All examples are written for this test, not taken from the scenario files."""
+All examples are written for this test, not taken from the scenario files.
+
+The high-precision patterns are tested on their own examples (no model); whole messages go
+through the shipped learned layer with the real embedder, as a user turn runs them."""
 
 from __future__ import annotations
 
@@ -8,10 +11,10 @@ import pytest
 
 from app.core.records import Turn
 from judges.local import Resources, crisis
-from judges.local.crisis import detect_crisis, normalise
+from judges.local.crisis import crisis_patterns, detect_crisis, normalise, pattern_hit
 from judges.schema import DraftContext
 
-LEXICAL = Resources()  # no embedder: the pattern layers alone
+LEXICAL = Resources()  # no embedder: the patterns and the learned layer's lexical variant
 
 
 CRISES = [
@@ -56,16 +59,29 @@ NOT_CRISES = [
 ]
 
 
+@pytest.mark.parametrize(("pattern_id", "example", "is_crisis"), [
+    (item.id, example, is_crisis) for item, _ in crisis_patterns()
+    for is_crisis, examples in ((True, item.crisis), (False, item.safe)) for example in examples])
+def test_each_pattern_matches_its_examples_and_not_its_near_misses(pattern_id, example, is_crisis):
+    hit = pattern_hit(example)
+    if is_crisis:
+        assert hit is not None, f"{pattern_id}: {normalise(example)!r}"
+    else:
+        assert hit is None, f"{hit[0]} matched the near miss {example!r}" if hit else ""
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("message", CRISES)
-def test_crises_are_detected(message):
-    finding = detect_crisis(message, LEXICAL)
+def test_crises_are_detected(message, embedding_resources):
+    finding = detect_crisis(message, embedding_resources)
     assert finding.flagged, normalise(message)
-    assert finding.suggested_verdict == "reject" and finding.detail == "crisis" and finding.sentences
+    assert finding.suggested_verdict == "reject" and finding.detail.startswith("crisis") and finding.sentences
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("message", NOT_CRISES)
-def test_information_requests_and_figures_of_speech_are_not_crises(message):
-    assert not detect_crisis(message, LEXICAL).flagged, normalise(message)
+def test_information_requests_and_figures_of_speech_are_not_crises(message, embedding_resources):
+    assert not detect_crisis(message, embedding_resources).flagged, normalise(message)
 
 
 def test_normalise_rewrites_slang_and_misspellings():
@@ -76,7 +92,7 @@ def test_normalise_rewrites_slang_and_misspellings():
 
 def test_check_routes_a_user_crisis():
     finding = crisis.check(DraftContext(user="I want to end my life", draft="Here is some information."), LEXICAL)
-    assert finding.flagged and finding.detail == "crisis"
+    assert finding.flagged and finding.detail == "crisis (pattern:want_to_die)"
 
 
 def test_check_rejects_a_draft_that_ignores_an_earlier_crisis():
@@ -85,7 +101,7 @@ def test_check_rejects_a_draft_that_ignores_an_earlier_crisis():
     ignoring = DraftContext(user="anyway, what is a depot?", draft="A depot is a slow-release injection.",
                             history=history)
     finding = crisis.check(ignoring, LEXICAL)
-    assert finding.flagged and finding.suggested_verdict == "reject" and finding.detail != "crisis"
+    assert finding.flagged and finding.suggested_verdict == "reject" and not finding.detail.startswith("crisis")
     caring = ignoring.model_copy(update={"draft": (
         "Before anything else, your safety matters: please call your local emergency number or a "
         "crisis line in your area now.")})
@@ -106,9 +122,11 @@ def test_check_passes_an_ordinary_turn():
 
 
 @pytest.mark.slow
-def test_embedding_layer_catches_indirect_wording_without_false_alarms(embedding_resources):
+def test_the_learned_layer_catches_indirect_wording_without_false_alarms(embedding_resources):
     for message in ["I just want everything to stop for good, I'm so tired of all of it",
                     "there's no future for me, better to disappear"]:
-        assert detect_crisis(message, embedding_resources).flagged, message
-    for message in [*NOT_CRISES, "I'm tired of my medication's side effects, can I ask about switching?"]:
+        found = crisis.assess(message, embedding_resources)
+        assert found.crisis and found.layer == "model", message
+    for message in ["I'm tired of my medication's side effects, can I ask about switching?",
+                    "hi", "thanks!", "good night", "who made you?", "I could murder a pizza"]:
         assert not detect_crisis(message, embedding_resources).flagged, message

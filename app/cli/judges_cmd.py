@@ -42,6 +42,30 @@ def list_judges() -> None:
     console.print(table)
 
 
+@cli.command("train")
+@friendly_errors
+def train_judges(
+    out: Annotated[Path | None, typer.Option(help="Folder for the artefacts (default: the package's own).")] = None,
+) -> None:
+    """Fit every learned check on the train splits and write its artefact and model card."""
+    from app.core.embeddings import Embedder
+    from judges.local import artefacts, role_model, screen_model
+
+    folder = out or artefacts.ARTEFACTS_DIR
+    embedder = Embedder()
+
+    def encode(texts: list[str]):
+        return embedder.encode(list(texts))
+
+    for card in (screen_model.train(encode, embedder.name, folder),
+                 role_model.fit_and_save(encode, embedder.name, folder)):
+        console.print(f"[bold]{escape(card.name)}[/]: {escape(str(card.split_sizes))}")
+        for variant, metrics in card.dev_metrics.items():
+            summary = {k: v for k, v in metrics.items() if k != "per_category"}
+            console.print(f"  dev ({escape(variant)}): {escape(str(summary))}")
+    console.print(f"[dim]wrote {escape(str(folder))}[/]")
+
+
 @cli.command("eval")
 @friendly_errors
 def eval_judges(
@@ -51,18 +75,21 @@ def eval_judges(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the metrics as JSON here.")] = None,
     profile: Annotated[str | None, typer.Option("--profile", "-p")] = None,
 ) -> None:
-    """Run the filter on scenarios and print per-judge and overall figures."""
+    """Run scenarios through the input screen and the filter a user turn uses; print the figures."""
     from app.cli.chat import local_server_if_needed
     from app.core.embeddings import Embedder
     from app.core.models import model_for
     from app.core.records import SourceText
     from app.kb import load_knowledge_base
-    from judges.cascade import Cascade
+    from app.screen import screen_message
     from judges.evaluate import evaluate
+    from judges.filter import CriticalAnalysisFilter
     from judges.local import Resources
     from judges.scenarios import load_scenarios
 
     settings = load_settings(**({"profile": profile} if profile else {}))
+    chosen = parse_tiers(tiers)
+    settings.caf.tiers, settings.caf.paper_mode = chosen, paper_mode
     paths = _expand(files or [DEFAULT_SCENARIOS])
     scenarios = load_scenarios(paths)
     kb = load_knowledge_base(settings.knowledge_base)
@@ -73,9 +100,19 @@ def eval_judges(
 
     with local_server_if_needed(settings):
         resources = Resources.from_settings(settings, Embedder() if settings.local_embeddings else None)
-        cascade = Cascade(resources=resources, screener=model_for("screener", settings), judge=model_for("judge", settings),
-                          tiers=parse_tiers(tiers), paper_mode=paper_mode)
-        report = evaluate(scenarios, cascade, resolve)
+        # The judges' verdict on the scenario's own draft: no refiner rewrites it here.
+        caf = CriticalAnalysisFilter.from_settings(settings, resources, refiner=None)
+        screener = model_for("screener", settings) if 1 in chosen else None
+        mode = "on" if chosen != [0] else "tier0"
+
+        def screen(message: str, has_conversation: bool) -> str:
+            return screen_message(message, settings=settings, resources=resources, screener=screener,
+                                  llm_allowed=mode == "on", has_conversation=has_conversation).screen.route
+
+        def review(ctx):
+            return caf.review(ctx, turn=1, mode=mode).report
+
+        report = evaluate(scenarios, screen, review, resolve)
     _print(report, paths, tiers)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -100,9 +137,20 @@ def _print(report, paths: list[Path], tiers: str) -> None:
         table.add_row(escape(rule), str(int(figures["n"])), f"{figures['flag_recall']:.2f}",
                       f"{figures['false_flag_rate']:.2f}", f"{figures['accuracy']:.2f}")
     console.print(table)
+    if report.per_category:
+        by_category = Table(title="Per category (input screen)")
+        for column in ("category", "n", "crisis recall / false alarms", "route accuracy"):
+            by_category.add_column(column, justify="left" if column == "category" else "right")
+        for category, figures in report.per_category.items():
+            rate = figures.get("crisis_recall", figures.get("false_crisis_rate"))
+            kind = "recall" if "crisis_recall" in figures else "false"
+            route = figures.get("route_accuracy")
+            by_category.add_row(escape(category), str(int(figures["n"])), f"{rate:.2f} ({kind})",
+                                f"{route:.2f}" if route is not None else "-")
+        console.print(by_category)
     overall = Table(title="Overall")
     overall.add_column("metric")
     overall.add_column("value", justify="right")
-    for key, value in report.model_dump(exclude={"per_rule", "per_scenario"}).items():
+    for key, value in report.model_dump(exclude={"per_rule", "per_category", "per_scenario"}).items():
         overall.add_row(escape(key), f"{value:.3f}" if isinstance(value, float) else escape(str(value)))
     console.print(overall)

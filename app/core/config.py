@@ -161,8 +161,9 @@ class Caf(Record):
     max_refine_rounds: int = Field(2, ge=0, le=5)
     warning_ttl_turns: int = Field(2, ge=1)
     paper_mode: bool = False
-    # A screener LLM's second look at user messages tier 0 did not call a crisis:
-    # "uncertain" (tier 0 saw some risk), "always", or "off". It can add a crisis, never remove one.
+    # A screener LLM's second look at user messages tier 0 was unsure about: "uncertain" (close
+    # to a crisis, or a crisis only the learned layer saw, unsure), "always" (also every other
+    # message), or "off". It may clear only that unsure learned flag, never a pattern's.
     llm_crisis_screen: Literal["uncertain", "always", "off"] = "uncertain"
 
 

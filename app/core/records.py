@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 Verdict = Literal["pass", "warn", "reject"]
 VERDICT_ORDER: dict[str, int] = {"pass": 0, "warn": 1, "reject": 2}
 CafMode = Literal["on", "off", "tier0"]  # per turn: the configured filter, none, or local checks only
-Route = Literal["answer", "crisis", "clarify", "no_match", "notice"]
+Route = Literal["answer", "crisis", "small_talk", "clarify", "no_match", "notice"]
 Generator = Literal["llm", "extractive", "fixed"]
 
 
@@ -126,11 +126,14 @@ class InputScreen(Record):
     """The user's message after normalisation, and where it should go."""
 
     text: str
-    route: Literal["answer", "crisis", "notice"] = "answer"
+    route: Literal["answer", "crisis", "small_talk", "notice"] = "answer"
     notices: list[str] = Field(default_factory=list)  # told to the user: trimmed, language…
     reply: str | None = None  # for route "notice": the whole reply (empty message, say)
     crisis_score: float = 0.0
+    crisis_layer: str = ""  # what found the crisis: "language:xx", "pattern:<id>", "model", "llm"
     crisis_evidence: list[str] = Field(default_factory=list)
+    small_talk_score: float = 0.0
+    follow_up: bool = False  # leans on the conversation so far ("tell me more", "why?")
 
 
 class NodeRun(Record):

@@ -75,12 +75,14 @@ def _lexical(question_words: set[str], sentence: str) -> float:
 
 def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
-    max_sentences: int = 5, per_source: int = 4,
+    max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (),
 ) -> list[Picked]:
-    """The best sentences for the question's parts; every part gets its best sentence first."""
+    """The best sentences for the question's parts; every part gets its best sentence first.
+    Sentences found in `already_said` (earlier answers) are left for something new."""
+    said = " ".join(already_said)
     # A sentence a judge check flags (an instruction, a medicine change) is never quoted.
     pool = [(doc.id, i, s) for doc in sources for i, s in enumerate(source_sentences(doc.text))
-            if flag_for(s) is None]
+            if flag_for(s) is None and s not in said]
     if not pool:
         return []
     # A joined list is scored by its introducing sentence: the items would dilute its meaning.
@@ -113,10 +115,12 @@ def pick_sentences(
 
 
 def compose_extractive_answer(
-    questions: Sequence[str], sources: Sequence[SourceText], embed: Embed, max_sentences: int = 5
+    questions: Sequence[str], sources: Sequence[SourceText], embed: Embed, max_sentences: int = 5,
+    already_said: Sequence[str] = (),
 ) -> str:
     """Readable order: sources in the order given (best first), sentences in their own order."""
-    picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences)
+    picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences,
+                            already_said=already_said)
     if not picked:
         return reply("verification_reminder")
     rank = {doc.id: n for n, doc in enumerate(sources)}

@@ -13,12 +13,14 @@ from app.graph.services import Services
 from app.graph.state import ChatInput, ChatState, TurnContext
 
 
-def after_screen(state: ChatState) -> Literal["identify_sources", "crisis_response", "respond"]:
+def after_screen(state: ChatState) -> Literal["identify_sources", "crisis_response", "small_talk", "respond"]:
     route = state["screen"].route
     if route == "answer":
         return "identify_sources"
     if route == "crisis":
         return "crisis_response"
+    if route == "small_talk":
+        return "small_talk"
     if route == "notice":
         return "respond"
     raise ValueError(f"unknown input route {route!r}")
@@ -37,7 +39,7 @@ def build_graph(services: Services, checkpointer: BaseCheckpointSaver | None = N
     nodes = AnswerNodes(services)
     graph = StateGraph(ChatState, context_schema=TurnContext, input_schema=ChatInput)
     for name in ("screen_input", "identify_sources", "enhance_prompt", "generate",
-                 "critical_analysis", "crisis_response", "clarify", "respond"):
+                 "critical_analysis", "crisis_response", "small_talk", "clarify", "respond"):
         graph.add_node(name, getattr(nodes, name))
     graph.add_edge(START, "screen_input")
     graph.add_conditional_edges("screen_input", after_screen)
@@ -46,6 +48,7 @@ def build_graph(services: Services, checkpointer: BaseCheckpointSaver | None = N
     graph.add_edge("generate", "critical_analysis")
     graph.add_edge("critical_analysis", "respond")
     graph.add_edge("crisis_response", "respond")
+    graph.add_edge("small_talk", "respond")
     graph.add_edge("clarify", "respond")
     graph.add_edge("respond", END)
     return graph.compile(checkpointer=checkpointer, name="cafbot")

@@ -1,7 +1,8 @@
 """The answer graph's nodes. Each takes the state and returns only what it changes.
 
 screen_input → identify_sources → enhance_prompt → generate → critical_analysis → respond,
-with side exits: crisis messages go to `crisis_response`, unclear or unknown questions to `clarify`.
+with side exits: crisis messages go to `crisis_response`, small talk to `small_talk`, unclear or
+unknown questions to `clarify`.
 Every node also receives the turn's `TurnContext` (LangGraph's runtime context): the filter's mode
 is chosen per call, not per chatbot.
 """
@@ -19,15 +20,14 @@ from langgraph.runtime import Runtime
 
 from app.core.errors import ModelError
 from app.core.models import Deadline, call_text
-from app.core.records import Candidate, Identification, InputScreen, NodeRun, Turn, TurnTrace
+from app.core.records import Candidate, Identification, NodeRun, Turn, TurnTrace
 from app.core.text import citations_in
 from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
-from app.input import clean_message
 from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, topics_list
-from judges.crisis_screen import needs_second_look, second_look
-from judges.local.crisis import detect_crisis
+from app.screen import adds_no_topic, screen_message
+from app.small_talk import small_talk_reply
 from judges.schema import DraftContext
 
 _CHOICE = re.compile(r"^\s*(?:option\s*|number\s*|#)?([1-9])\b", re.IGNORECASE)
@@ -71,45 +71,36 @@ class AnswerNodes:
     @timed("screen_input")
     def screen_input(self, state: ChatState, context: TurnContext) -> dict:
         turn = state.get("turn", 0) + 1
-        cleaned = clean_message(state.get("user_input", ""), self.settings.input)
-        trace = TurnTrace(turn=turn, user_message=cleaned.text, notices=list(cleaned.notices),
-                          caf_mode=context.caf)
-        screen = InputScreen(text=cleaned.text, notices=list(cleaned.notices))
-        if cleaned.empty or cleaned.refused:
-            screen.route = "notice"
-            screen.reply = reply("empty_message") if cleaned.empty else " ".join(cleaned.notices)
-            screen.notices = []
-        else:
-            crisis = detect_crisis(cleaned.text, self.services.resources)
-            screen.crisis_score, screen.crisis_evidence = crisis.score, crisis.sentences
-            screener, mode = self.services.crisis_screener, self.settings.caf.llm_crisis_screen
-            if screener is not None and context.caf == "on" and needs_second_look(crisis, mode):
-                is_crisis, reason, call = second_look(screener, cleaned.text, self.deadline(trace))
-                if call is not None:
-                    trace.model_calls.append(call)
-                if is_crisis:
-                    screen.crisis_evidence = [reason or "the crisis screener's judgement"]
-                elif call is None or not call.ok:
-                    trace.errors.append(reason)
-                crisis = crisis.model_copy(update={"flagged": crisis.flagged or is_crisis})
-            if crisis.flagged:
-                screen.route = "crisis"
-            elif not cleaned.likely_english:
-                screen.route = "notice"
-                screen.reply = reply("not_english", topics=topics_list(self.services.topic_titles()),
-                                     contacts=contact_lines(self.settings.crisis_contacts))
-        trace.route = "answer" if screen.route == "answer" else screen.route
+        trace = TurnTrace(turn=turn, user_message="", caf_mode=context.caf)
+        result = screen_message(
+            state.get("user_input", ""), settings=self.settings, resources=self.services.resources,
+            screener=self.services.crisis_screener, llm_allowed=context.caf == "on",
+            has_conversation=bool(state.get("sources_in_play")), deadline=self.deadline(trace))
+        screen = result.screen
+        trace.user_message, trace.notices = screen.text, list(screen.notices)
+        trace.model_calls += result.model_calls
+        trace.errors += result.errors
+        if screen.route == "notice":
+            screen.reply = screen.reply or (reply("empty_message") if not screen.text else reply(
+                "not_english", topics=topics_list(self.services.topic_titles()),
+                contacts=contact_lines(self.settings.crisis_contacts)))
+        trace.route = screen.route
         return {"turn": turn, "screen": screen, "trace": trace, "identification": None,
                 "draft": "", "answer": ""}
 
     # -- sources -----------------------------------------------------------------------------
     @timed("identify_sources")
     def identify_sources(self, state: ChatState, _context: TurnContext) -> dict:
-        text = state["screen"].text
+        screen = state["screen"]
+        text = screen.text
         chosen = _resolve_clarification(text, state.get("clarify_candidates") or [])
+        previous = _last_user_message(state)
         if chosen is not None:
-            previous = _last_user_message(state)
             identification = Identification(outcome="clear", candidates=[chosen],
+                                            parts=[previous or text], latency_ms=0.0)
+        elif screen.follow_up and adds_no_topic(text) and (last := self._last_answer_sources(state)):
+            # "Tell me more", "why?": more from the sources of the last answer, on its question.
+            identification = Identification(outcome="clear", candidates=last,
                                             parts=[previous or text], latency_ms=0.0)
         else:
             recent = [m.content for m in state.get("messages", []) if isinstance(m, HumanMessage)][-2:]
@@ -118,6 +109,12 @@ class AnswerNodes:
         if identification.outcome != "clear":
             trace.route = "clarify" if identification.outcome == "middling" else "no_match"
         return {"identification": identification, "trace": trace}
+
+    def _last_answer_sources(self, state: ChatState) -> list[Candidate]:
+        in_play = state.get("sources_in_play") or {}
+        latest = max(in_play.values(), default=0)
+        return [Candidate(source_id=sid, title=doc.title, confidence=1.0)
+                for sid, last in in_play.items() if last == latest and (doc := self.services.source_text(sid))]
 
     @timed("enhance_prompt")
     def enhance_prompt(self, state: ChatState, _context: TurnContext) -> dict:
@@ -184,7 +181,10 @@ class AnswerNodes:
                 chosen.append(best)
         usable = [sid for sid in chosen if sid in state["prompt_source_ids"]] or state["prompt_source_ids"][:1]
         docs = [d for sid in usable if (d := self.services.source_text(sid))]
-        return compose_extractive_answer(parts, docs, self.services.embed)
+        # A follow-up gets what was not said yet.
+        said = [str(m.content) for m in state.get("messages", []) if isinstance(m, AIMessage)] \
+            if state["screen"].follow_up else []
+        return compose_extractive_answer(parts, docs, self.services.embed, already_said=said)
 
     @timed("critical_analysis")
     def critical_analysis(self, state: ChatState, context: TurnContext) -> dict:
@@ -225,6 +225,14 @@ class AnswerNodes:
     def crisis_response(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "crisis"})
         return {"answer": crisis_reply(self.settings.crisis_contacts), "trace": trace}
+
+    @timed("small_talk")
+    def small_talk(self, state: ChatState, _context: TurnContext) -> dict:
+        trace = state["trace"].model_copy(update={"generator": "fixed", "route": "small_talk"})
+        asked = {str(m.content).lower() for m in state.get("messages", []) if isinstance(m, HumanMessage)}
+        questions = [q for source in self.services.identifier.knowledge_base for q in source.questions]
+        answer = small_talk_reply(state["screen"].text, questions, asked, seed=state["turn"])
+        return {"answer": answer, "trace": trace}
 
     @timed("clarify")
     def clarify(self, state: ChatState, _context: TurnContext) -> dict:

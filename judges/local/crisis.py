@@ -1,32 +1,68 @@
-"""Crisis detection, recall first: for the input screen (`detect_crisis`) and as a local check.
+"""Crisis detection for the input screen (`assess`, `detect_crisis`) and as a local check.
 
-Three layers. (1) Normalise: slang, shorthand and one-letter misspellings are rewritten
-("kms", "kil myslef") and figures of speech removed ("to die for", "killed it"). (2) Patterns:
-"strong" ones (intent, plans, means, self-harm, harm to others, reports about a relative) are a
-crisis whatever surrounds them; "soft" ones (the bare word "suicide") are, unless the message is an
-information request or fiction; so is a message combining risk-signal families (crisis_signals.py:
-death, harm, hopelessness, means, intent, voices, danger). (3) Learned: a classifier trained on the
-train split (crisis_model.py), thresholded for recall; then, for a message with a risk cue, its
-similarity to crisis and safe prototype phrases. Both catch indirect wording no pattern lists.
-Other languages are read first, for the core crisis concepts in their own words
-(crisis_languages.py), so a crisis never meets the "English only" notice.
+Three layers, in order. (1) Other languages: the core crisis concepts in each language's own
+words (crisis_languages.py), so a crisis never meets the "English only" notice. (2) A small set of
+high-precision English patterns (crisis_patterns.yaml: each with an id and tested examples), read
+after slang, one-letter misspellings and idioms are normalised. (3) The learned layer
+(screen_model.py, a shipped artefact) for everything subtler: veiled farewells, means questions,
+third-person risk, medical emergencies; it also gives the small-talk probability the router uses.
+Only a flag from the learned layer alone, below its confident line, may be cleared by an LLM's
+second look; a language or pattern hit never is.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import yaml
+from pydantic import Field
+
+from app.core.records import Record
 from app.core.spelling import Speller
-from app.core.text import split_sentences
-from judges.local import crisis_languages, crisis_signals, patterns
+from app.core.text import looks_english, split_sentences
+from judges.local import crisis_languages, patterns
 from judges.schema import DraftContext, Finding
 
 if TYPE_CHECKING:
     from judges.local.resources import Resources
 
 CHECK = "crisis"
+PATTERNS_FILE = Path(__file__).with_name("crisis_patterns.yaml")
+IDIOM_MARK = " figureofspeech "  # what the learned layer reads where an idiom was
+
+
+class CrisisPattern(Record):
+    id: str = Field(pattern=r"^[a-z_]+$")
+    pattern: str
+    crisis: list[str] = Field(min_length=1)
+    safe: list[str] = Field(min_length=1)
+
+
+class CrisisPatternsFile(Record):
+    patterns: list[CrisisPattern]
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What the screen concluded about one message, and how sure it is."""
+
+    crisis: bool
+    score: float
+    layer: str = ""  # "language:xx", "pattern:<id>", "model" or ""
+    evidence: list[str] = field(default_factory=list)
+    small_talk: float = 0.0
+    clearable: bool = False  # a learned-only flag below its confident line: an LLM may clear it
+    uncertain: bool = False  # no crisis, but close enough that an LLM should take a second look
+
+
+@cache
+def crisis_patterns() -> list[tuple[CrisisPattern, re.Pattern[str]]]:
+    data = CrisisPatternsFile.model_validate(yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8")))
+    return [(p, re.compile(patterns.expand(p.pattern), re.IGNORECASE)) for p in data.patterns]
 
 
 @cache
@@ -42,91 +78,54 @@ def _speller() -> Speller:
     return Speller(patterns.section("crisis")["fuzzy_targets"], min_length=5)
 
 
-def normalise(text: str, *, remove_idioms: bool = True) -> str:
-    """Lower case, straight quotes, slang and misspellings rewritten, idioms removed (the learned
-    layer keeps them: it has learnt idioms from the hard negatives, and cut text reads oddly)."""
+def normalise(text: str, *, remove_idioms: bool = True, idiom_mark: str = " ") -> str:
+    """Lower case, straight quotes, slang and misspellings rewritten, idioms replaced by
+    `idiom_mark` (the learned layer reads a word there, so "I want to cut down on coffee" does
+    not become "I want to coffee")."""
     text = re.sub(r"[’‘`]", "'", text.lower())
     text = re.sub(r"[“”]", '"', text)
     text = _speller().correct(text)
     pattern, mapping = _normaliser()
     text = pattern.sub(lambda m: mapping[m.group(1)], text)
     if remove_idioms:
-        text = patterns.regex("crisis", "idioms").sub(" ", text)
+        text = patterns.regex("crisis", "idioms").sub(idiom_mark, text)
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _is_information_request(norm: str) -> bool:
-    question = norm.rstrip().endswith("?") or re.match(
-        patterns.section("crisis")["question_start"], norm) is not None
-    fiction = re.search(r"\b(novel|story|film|movie|character|script|essay|book)\b", norm)
-    return bool((question or fiction) and patterns.regex("crisis", "info_request").search(norm))
+def pattern_hit(text: str) -> tuple[str, str] | None:
+    """(pattern id, the sentence it matched) for the first high-precision pattern in `text`."""
+    for sentence in split_sentences(text) or [text]:
+        normed = normalise(sentence)
+        for item, rx in crisis_patterns():
+            if rx.search(normed):
+                return item.id, sentence
+    whole = normalise(text)  # a pattern may span a sentence break ("I took them all. 40 pills")
+    return next(((item.id, text) for item, rx in crisis_patterns() if rx.search(whole)), None)
 
 
-@cache
-def _cues() -> re.Pattern[str]:
-    return re.compile(r"\b(" + "|".join(re.escape(c) for c in patterns.section("crisis")["cues"]) + r")",
-                      re.IGNORECASE)
-
-
-def assess(text: str, res: Resources) -> tuple[bool, float, str, list[str]]:
-    """(crisis?, score, which layer, evidence sentences) for one message."""
+def assess(text: str, res: Resources) -> Assessment:
     if not text or not text.strip():
-        return False, 0.0, "", []
-    sentences = split_sentences(text) or [text]
+        return Assessment(False, 0.0)
     if other_language := crisis_languages.find(text):
-        return True, 1.0, f"language:{other_language[0]}", [other_language[1]]
-    normed = [normalise(s) for s in sentences]
-    whole = " ".join(normed)
-    strong = patterns.regex("crisis", "strong")
-    if strong.search(whole):
-        evidence = [s for s, n in zip(sentences, normed, strict=True) if strong.search(n)] or [text]
-        return True, 1.0, "pattern", evidence
-    guarded = _is_information_request(whole)
-    soft = patterns.regex("crisis", "soft")
-    if soft.search(whole) and not guarded:
-        evidence = [s for s, n in zip(sentences, normed, strict=True) if soft.search(n)] or [text]
-        return True, 0.9, "pattern", evidence
-    combined, _ = crisis_signals.is_crisis(whole)
-    if combined and not guarded:
-        return True, 0.8, "signals", sentences
-    if guarded:
-        return False, 0.0, "", []
-    cue = _cues().search(whole)
-    with_idioms = normalise(text, remove_idioms=False)
-    if cue or with_idioms == whole:  # a message whose only risk words were idioms stops here
-        # Trained on whole messages with their idioms, so scored on them.
-        learned = res.crisis_model.probability([with_idioms])
-        if learned is not None and learned[0] >= learned[1]:
-            return True, round(learned[0], 3), "model", sentences
-    if not cue:
-        return False, 0.0, "", []
-    return _embedding_layer(sentences, normed, res)
-
-
-def _embedding_layer(sentences: list[str], normed: list[str], res: Resources) -> tuple[bool, float, str, list[str]]:
-    candidates = [n for n in normed if _cues().search(n)][:4]
-    if len(normed) > 1:
-        candidates.append(" ".join(normed))
-    section = patterns.section("crisis")
-    crisis = res.max_similarity(candidates, section["prototypes"])
-    safe = res.max_similarity(candidates, section["safe_prototypes"])
-    if crisis is None or safe is None:
-        return False, 0.0, "", []  # embeddings off: the pattern layers have decided
-    best = int(crisis.argmax())
-    score, lead = float(crisis[best]), float(crisis[best] - safe[best])
-    hit = ((score >= patterns.threshold(CHECK, "embed_high") and lead >= patterns.threshold(CHECK, "high_margin"))
-           or (score >= patterns.threshold(CHECK, "embed_low") and lead >= patterns.threshold(CHECK, "margin")))
-    if not hit:
-        return False, round(max(0.0, min(1.0, score)), 3), "", []
-    evidence = [s for s, n in zip(sentences, normed, strict=True) if n == candidates[best]] or sentences
-    return True, round(min(1.0, score), 3), "embedding", evidence
+        return Assessment(True, 1.0, f"language:{other_language[0]}", [other_language[1]])
+    if hit := pattern_hit(text):
+        return Assessment(True, 1.0, f"pattern:{hit[0]}", [hit[1]])
+    if not looks_english(text):
+        return Assessment(False, 0.0)  # the learned layer reads English only
+    reading = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK))
+    if reading.is_crisis:
+        return Assessment(True, reading.crisis, "model", split_sentences(text) or [text],
+                          small_talk=reading.small_talk, clearable=reading.crisis < reading.confident)
+    return Assessment(False, reading.crisis, small_talk=reading.small_talk,
+                      uncertain=reading.crisis >= reading.second_look)
 
 
 def detect_crisis(text: str, res: Resources) -> Finding:
     """The input screen: is this user message a crisis? Fast (patterns first) and recall first."""
-    crisis, score, _layer, evidence = assess(text, res)
-    return Finding(check=CHECK, flagged=crisis, score=score, sentences=evidence,
-                   detail="crisis" if crisis else "", suggested_verdict="reject" if crisis else "pass")
+    found = assess(text, res)
+    return Finding(check=CHECK, flagged=found.crisis, score=found.score, sentences=found.evidence,
+                   detail=f"crisis ({found.layer})" if found.crisis else "",
+                   suggested_verdict="reject" if found.crisis else "pass")
 
 
 def check(ctx: DraftContext, res: Resources) -> Finding:
@@ -138,7 +137,7 @@ def check(ctx: DraftContext, res: Resources) -> Finding:
         return user
     turns = int(patterns.threshold(CHECK, "history_turns"))
     earlier = [t.content for t in ctx.history if t.role == "user"][-turns:]
-    flagged_before = [s for crisis, _, _, evidence in (assess(t, res) for t in earlier) if crisis for s in evidence]
+    flagged_before = [s for found in (assess(t, res) for t in earlier) if found.crisis for s in found.evidence]
     draft = ctx.draft
     minimising = patterns.regex("crisis", "draft_minimising").search(draft)
     encouraging = patterns.regex("crisis", "draft_encouraging").search(draft)

@@ -20,7 +20,7 @@ CHECK = "medication_change"
 
 
 def _compiled(key: str) -> re.Pattern[str]:
-    return re.compile(patterns._expand(patterns.section("medication")[key]), re.IGNORECASE)
+    return re.compile(patterns.expand(patterns.section("medication")[key]), re.IGNORECASE)
 
 
 def advice_in(sentence: str) -> str | None:

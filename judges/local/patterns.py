@@ -65,7 +65,7 @@ class PatternsFile(Record):
                 problems.append(f"{section}.{key}: no word list named {unknown} in lexicon")
                 continue
             try:
-                re.compile(_expand(pattern, lexicon))
+                re.compile(expand(pattern, lexicon))
             except re.error as error:
                 problems.append(f"{section}.{key}: bad regex {pattern!r}: {error}")
         if problems:
@@ -78,28 +78,15 @@ class PatternsFile(Record):
                 for pattern in [value] if isinstance(value, str) else value:
                     yield section, key, pattern
         crisis = self.crisis
-        for key in ("idioms", "strong", "soft", "info_request", "cues", "draft_response",
-                    "draft_minimising", "draft_encouraging"):
+        for key in ("idioms", "draft_response", "draft_minimising", "draft_encouraging"):
             for pattern in getattr(crisis, key):
                 yield "crisis", key, pattern
-        for family, pattern in crisis.signals.items():
-            yield "crisis", f"signals.{family}", pattern
 
 
 class CrisisPatterns(Record):
     normalise: dict[str, str]
     fuzzy_targets: list[str]
     idioms: Regexes
-    strong: Regexes
-    soft: Regexes
-    info_request: Regexes
-    question_start: str
-    cues: Regexes
-    signals_needed: int
-    core_signals: list[str]
-    signals: dict[str, str]
-    prototypes: list[str]
-    safe_prototypes: list[str]
     draft_response: Regexes
     draft_minimising: Regexes
     draft_encouraging: Regexes
@@ -150,7 +137,7 @@ def _alternation(words: list[str]) -> str:
                     for w in sorted(words, key=len, reverse=True))
 
 
-def _expand(pattern: str, lexicon: dict[str, list[str]] | None = None) -> str:
+def expand(pattern: str, lexicon: dict[str, list[str]] | None = None) -> str:
     lexicon = lexicon if lexicon is not None else data()["lexicon"]
     return _REFERENCE.sub(lambda m: f"(?:{_alternation(lexicon[m.group(1)])})", pattern)
 
@@ -161,7 +148,7 @@ def regex(section_name: str, key: str) -> re.Pattern[str]:
     items = section(section_name).get(key)
     if not items:
         raise ConfigError(f"{PATTERNS_FILE}: no patterns at {section_name}.{key}")
-    parts = [f"(?:{_expand(p)})" for p in items]
+    parts = [f"(?:{expand(p)})" for p in items]
     try:
         return re.compile("|".join(parts), re.IGNORECASE)
     except re.error as error:

@@ -1,5 +1,6 @@
 """What tier 0 needs at run time, owned in one place and passed to every check: the sentence
-embedder, vectors of the fixed phrase lists, and the learned checks.
+embedder, vectors of the fixed phrase lists, and the learned checks (shipped artefacts, loaded
+here at start-up: a missing or stale one stops start-up with the command that fixes it).
 
 One `Resources` is built per process (the chatbot builds it from settings) and handed to the
 cascade and the input screen; nothing in the local checks keeps state of its own. Embeddings can
@@ -20,31 +21,29 @@ import numpy as np
 from app.core.embeddings import Embedder
 from app.core.records import SourceText
 from judges.local import patterns
-from judges.local.learned import LearnedCheck
+from judges.local.artefacts import ARTEFACTS_DIR
 
 log = logging.getLogger(__name__)
-TRAIN_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "judges" / "train"
 
 
 class Resources:
     def __init__(self, embedder: Embedder | None = None, *, use_embeddings: bool = True,
-                 models_dir: Path | None = None, train_dir: Path | None = None):
+                 artefacts_dir: Path = ARTEFACTS_DIR):
         patterns.data()  # validated now: a broken patterns.yaml stops start-up, not a later turn
         self.embedder = embedder
         self._use_embeddings = use_embeddings and embedder is not None
         self._broken = False
         self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
         self._lock = threading.Lock()
-        from judges.local import crisis_model, role_model  # they read patterns and the text helpers
+        from judges.local.role_model import RoleModel  # they read patterns and the text helpers
+        from judges.local.screen_model import ScreenModel
 
-        train_dir = train_dir or TRAIN_DIR
-        self.crisis_model = crisis_model.learned(self, train_dir, models_dir)
-        self.role_model = role_model.learned(self, train_dir, models_dir)
+        self.screen_model = ScreenModel.load(self, artefacts_dir)
+        self.role_model = RoleModel.load(self, artefacts_dir)
 
     @classmethod
     def from_settings(cls, settings, embedder: Embedder | None) -> Resources:
-        return cls(embedder, use_embeddings=settings.local_embeddings,
-                   models_dir=settings.models_dir)
+        return cls(embedder, use_embeddings=settings.local_embeddings)
 
     @property
     def embeddings(self) -> bool:
@@ -83,20 +82,15 @@ class Resources:
             return None
         return (vectors @ proto.T).max(axis=1)
 
-    def learned_checks(self) -> tuple[LearnedCheck, ...]:
-        return (self.crisis_model.check, self.role_model.check)
-
     def warm_up(self, sources: Iterable[SourceText] = ()) -> float:
-        """Embed the prototype phrases and the given sources and load the learned checks, so that
-        the first turn is as fast as the others. Returns the seconds it took."""
+        """Embed the prototype phrases and the given sources, and run each learned check once, so
+        that the first turn is as fast as the others. Returns the seconds it took."""
         from judges.local import grounding
 
         started = time.perf_counter()
         if self.embeddings:
-            for section, key in (("crisis", "prototypes"), ("crisis", "safe_prototypes"),
-                                 ("uncited", "allowed_prototypes")):
-                self.prototypes(patterns.section(section)[key])
+            self.prototypes(patterns.section("uncited")["allowed_prototypes"])
             self.encode([u for s in sources for u in grounding.units(s.text)])
-            for check in self.learned_checks():
-                check.weights()
+        self.screen_model.read("hello")
+        self.role_model.predict(["This is a warm-up sentence for the role classifier."])
         return time.perf_counter() - started

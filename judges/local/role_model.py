@@ -5,9 +5,8 @@ scenarios flag are bags: we know the draft is out of role, not which sentence is
 positives are picked multiple-instance style: bag sentences that nearly duplicate a clean
 sentence are dropped, a first model is fitted, then each bag keeps only its sentences that model
 finds out of role (at least its most likely one) for the final fit. Features: the MiniLM
-embedding plus the role patterns' flags and a few counts. Training takes about a second (most of
-it embedding ~500 sentences); the fitted weights are kept in memory and, when a cache folder is
-configured, on disk (judges.local.learned).
+embedding plus the role patterns' flags and a few counts. `cafbot judges train` fits it and
+ships the weights as an artefact (judges/local/artefacts.py); run time only loads them.
 """
 
 from __future__ import annotations
@@ -17,15 +16,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from app.core.config import REPO_ROOT
 from app.core.text import citations_in, split_sentences, words
-from judges.local import patterns
+from judges.local import artefacts, patterns
 from judges.local.kinds import kind
-from judges.local.learned import LearnedCheck, Weights, fit_logistic, sigmoid
+from judges.local.learned import Weights, fit_logistic, sigmoid
 
 if TYPE_CHECKING:
     from judges.local.resources import Resources
 
-FEATURE_VERSION = 2
+NAME = "role_scope"
+FEATURE_VERSION = 3
+TRAIN_DIR = REPO_ROOT / "scenarios" / "judges" / "train"
 
 
 def _hand(sentence: str) -> list[float]:
@@ -86,40 +88,52 @@ def train(x_neg: np.ndarray, x_bag: np.ndarray, keep: np.ndarray, bags: list[lis
     return {"coef": coef, "intercept": intercept}
 
 
+def current_hash() -> str | None:
+    files = sorted(TRAIN_DIR.glob("*.jsonl"))
+    return artefacts.data_hash(files, [patterns.section("role_scope"), patterns.data()["thresholds"]["role_scope"]]) \
+        if files else None
+
+
+def fit_and_save(encode, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
+    """Fit on the train split and write the artefact. `encode`: texts -> normalised vectors."""
+    negatives, bags = training_data(TRAIN_DIR)
+    bag_sentences = [s for bag in bags for s in bag]
+    embedded = encode(negatives + bag_sentences)
+    neg_vec, bag_vec = embedded[:len(negatives)], embedded[len(negatives):]
+    keep = (bag_vec @ neg_vec.T).max(axis=1) < patterns.threshold("role_scope", "positive_overlap")
+    weights = train(_features(negatives, neg_vec), _features(bag_sentences, bag_vec), keep, bags)
+    card = artefacts.ModelCard(
+        name=NAME, feature_version=FEATURE_VERSION, data_hash=current_hash() or "",
+        data_files=[str(p.relative_to(REPO_ROOT)) for p in sorted(TRAIN_DIR.glob("*.jsonl"))],
+        split_sizes={"clean_sentences": len(negatives), "flagged_drafts": len(bags),
+                     "bag_sentences": len(bag_sentences)},
+        dev_metrics={}, thresholds={k: float(v) for k, v in patterns.data()["thresholds"]["role_scope"].items()},
+        embedder=embedder_name,
+        notes=("Multiple-instance logistic regression over sentence embeddings and the role "
+               "patterns' flags; its warn/reject thresholds were chosen by leave-one-rule-file-out "
+               "cross-validation on the train split (patterns.yaml thresholds.role_scope)."))
+    artefacts.save(NAME, weights, card, out_dir)
+    return card
+
+
 class RoleModel:
-    def __init__(self, res: Resources, train_dir: Path, models_dir: Path | None):
-        self.res = res
-        self.check = LearnedCheck("role_scope", key=lambda: self._key(train_dir),
-                                  fit=lambda: self._fit(train_dir), cache_dir=models_dir)
+    def __init__(self, res: Resources, weights: Weights, card: artefacts.ModelCard):
+        self.res, self.weights, self.card = res, weights, card
 
-    def _key(self, train_dir: Path) -> list:
-        return [FEATURE_VERSION, *training_data(train_dir), patterns.section("role_scope"),
-                patterns.data()["thresholds"]["role_scope"]]
-
-    def _fit(self, train_dir: Path) -> Weights | None:
-        if not self.res.embeddings or not train_dir.is_dir():
-            return None
-        negatives, bags = training_data(train_dir)
-        bag_sentences = [s for bag in bags for s in bag]
-        embedded = self.res.encode(negatives + bag_sentences)
-        if embedded is None or not negatives or not bag_sentences:
-            return None
-        neg_vec, bag_vec = embedded[:len(negatives)], embedded[len(negatives):]
-        keep = (bag_vec @ neg_vec.T).max(axis=1) < patterns.threshold("role_scope", "positive_overlap")
-        return train(_features(negatives, neg_vec), _features(bag_sentences, bag_vec), keep, bags)
+    @classmethod
+    def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> RoleModel:
+        weights, card = artefacts.load(NAME, feature_version=FEATURE_VERSION, current_hash=current_hash(),
+                                       folder=folder)
+        return cls(res, weights, card)
 
     def predict(self, sentences: list[str]) -> np.ndarray | None:
-        """Out-of-role probability per sentence, or None without a classifier."""
-        weights = self.check.weights() if self.res.embeddings else None
-        if weights is None or not sentences:
+        """Out-of-role probability per sentence, or None without the embedder it was trained on."""
+        embedder = self.res.embedder
+        if not sentences or not self.res.embeddings or getattr(embedder, "name", "") != self.card.embedder:
             return None
         embedded = self.res.encode(sentences)
         if embedded is None:
             return None
         mask = np.array([judged(s) for s in sentences])
-        p = sigmoid(_features(sentences, embedded) @ weights["coef"] + weights["intercept"])
+        p = sigmoid(_features(sentences, embedded) @ self.weights["coef"] + self.weights["intercept"])
         return np.where(mask, p, 0.0)
-
-
-def learned(res: Resources, train_dir: Path, models_dir: Path | None) -> RoleModel:
-    return RoleModel(res, train_dir, models_dir)

@@ -4,7 +4,7 @@ Two layers. Patterns catch the explicit cases: a persona ("as your therapist"), 
 are relapsing"), therapy work ("let's try a CBT exercise"), speculation about the person's own
 case ("if I were you"). A classifier catches the rest: logistic regression over MiniLM sentence
 embeddings plus the pattern flags, trained only on sentences of the *train* split of
-scenarios/judges (see role_model.py), at first use, in well under a few seconds.
+scenarios/judges (see role_model.py), shipped as an artefact.
 """
 
 from __future__ import annotations

@@ -1,0 +1,96 @@
+"""The input screen: where a user's message goes, decided the same way for a user turn and for
+`cafbot judges eval` (one path, so the published figures are the product's).
+
+Order matters: clean the message; the crisis screen (every language, before anything else, with
+a screener LLM's second look where tier 0 was unsure); then the "English only" notice; then a
+follow-up to the conversation so far ("tell me more", "why?"), small talk ("hi", "thanks") or a
+question for the knowledge base.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from app.core.config import Settings
+from app.core.models import Deadline, RoleClient
+from app.core.records import InputScreen, ModelCall
+from app.core.text import content_stems, stem
+from app.input import clean_message
+from judges.crisis_screen import needs_second_look, second_look
+from judges.local import Resources
+from judges.local.crisis import assess
+
+SMALL_TALK_FROM = 0.5  # the learned layer's small-talk probability from which a message is small talk
+FOLLOW_UP_MAX_WORDS = 8
+# Words that carry no topic of their own in a follow-up ("tell me more about that, please").
+_FOLLOW_UP_WORDS = frozenset(
+    ["tell", "more", "say", "explain", "go", "on", "continue", "else", "detail", "details", "example", "examples", "why", "how", "come", "what", "about", "and", "but", "so", "then", "that", "this", "it", "its", "they", "them", "those", "these", "one", "other", "please", "again", "bit", "elaborate", "mean", "meaning", "such", "like"])
+_FOLLOW_UP_STEMS = frozenset(stem(w) for w in _FOLLOW_UP_WORDS)
+_FOLLOW_UP_START = re.compile(
+    r"^\s*(and|but|so|also|what about|how about|why|how come|tell me more|more|go on|such as|"
+    r"like what|what else|anything else|for example|e\.?g\.?|is that|are they|does it|do they|"
+    r"can it|can they|what if|the other|that one|which one)\b", re.IGNORECASE)
+
+
+@dataclass
+class ScreenResult:
+    screen: InputScreen
+    model_calls: list[ModelCall] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def screen_message(raw: str, *, settings: Settings, resources: Resources, screener: RoleClient | None,
+                   llm_allowed: bool, has_conversation: bool, deadline: Deadline | None = None) -> ScreenResult:
+    """Route one message. `llm_allowed`: the filter is on for this turn (the screener may look);
+    `has_conversation`: an earlier answer exists that a follow-up can lean on."""
+    cleaned = clean_message(raw, settings.input)
+    screen = InputScreen(text=cleaned.text, notices=list(cleaned.notices))
+    result = ScreenResult(screen)
+    if cleaned.empty or cleaned.refused:
+        screen.route, screen.notices = "notice", []
+        screen.reply = "" if cleaned.empty else " ".join(cleaned.notices)
+        return result
+    found = assess(cleaned.text, resources)
+    crisis = found.crisis
+    screen.crisis_score, screen.crisis_layer, screen.crisis_evidence = found.score, found.layer, found.evidence
+    screen.small_talk_score = found.small_talk
+    mode = settings.caf.llm_crisis_screen
+    if screener is not None and llm_allowed and needs_second_look(found, mode):
+        llm_crisis, reason, call = second_look(screener, cleaned.text, deadline)
+        if call is not None:
+            result.model_calls.append(call)
+        if call is None or not call.ok:
+            result.errors.append(reason)  # tier 0's answer stands
+        elif llm_crisis and not crisis:
+            crisis = True
+            screen.crisis_layer, screen.crisis_evidence = "llm", [reason or "the crisis screener's judgement"]
+        elif not llm_crisis and crisis:  # only an unsure learned flag reaches here
+            crisis = False
+            screen.crisis_layer = f"model (cleared by the screener: {reason})"
+    if crisis:
+        screen.route = "crisis"
+    elif not cleaned.likely_english:
+        screen.route = "notice"  # the caller fills in the "English only" reply
+    elif has_conversation and is_follow_up(cleaned.text):
+        screen.follow_up = True
+    elif found.small_talk >= SMALL_TALK_FROM:
+        screen.route = "small_talk"
+    return result
+
+
+def is_follow_up(text: str) -> bool:
+    """A short message that leans on the conversation: it opens like a continuation ("and for
+    teenagers?", "why?", "tell me more") or names no topic of its own ("what does that mean?")."""
+    tokens = text.split()
+    if not tokens or len(tokens) > FOLLOW_UP_MAX_WORDS:
+        return False
+    if _FOLLOW_UP_START.match(text):
+        return True
+    own = content_stems(text) - _FOLLOW_UP_STEMS
+    return not own and bool(re.search(r"\b(it|that|this|they|them|those|these)\b", text, re.IGNORECASE))
+
+
+def adds_no_topic(text: str) -> bool:
+    """"Tell me more", "why?": nothing to search for beyond the conversation's own topic."""
+    return not (content_stems(text) - _FOLLOW_UP_STEMS)

@@ -1,0 +1,42 @@
+"""Replies to small talk: greetings, thanks, goodbyes, "what can you do?", "are you a bot?".
+
+The input screen decides that a message is small talk (its learned layer); this module only picks
+which kind, from the words people use for each, and fills in example questions the knowledge base
+answers, never one already asked in this conversation.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from app.prompts import reply
+
+# Checked in this order: "thanks, bye" is a goodbye; "hi, what can you do?" asks what we do.
+_KINDS: list[tuple[str, re.Pattern[str]]] = [
+    ("capabilities", re.compile(r"\b(what (can|do|could) (you|i)|what are you for|how (does|do) (this|it|you) work|"
+                                r"what (is|'s) this|help me|what can i ask|what do you (do|know|cover))\b")),
+    ("identity", re.compile(r"\b(who (made|built|created|wrote|runs|are)|are you (a |an )?(bot|robot|human|person|real|ai|"
+                            r"computer|machine|chatgpt)|is this (a |an )?(bot|human|person|real|ai|chatgpt)|"
+                            r"(your|ur) name|talking to (a )?(human|person|bot|machine))\b")),
+    ("goodbye", re.compile(r"\b(bye|goodbye|good night|goodnight|night night|see (you|ya)|cheerio|laters|"
+                           r"take care|have a (good|nice|great)|that'?s all|i'?m off|gotta go)\b")),
+    ("thanks", re.compile(r"\b(thanks?|thank you|thx|ty|cheers|ta|grateful|appreciate|helpful|helped|"
+                          r"legend|star|brilliant|great|perfect|lovely)\b")),
+    ("apology", re.compile(r"\b(sorry|apologi[sz]e|apologies|my bad|oops|typo)\b")),
+    ("greeting", re.compile(r"\b(hi+|hello+|hey+|hiya|heya|yo|howdy|morning|afternoon|evening|g'?day|"
+                            r"greetings|namaste|salaam|how are (you|things)|how'?s it going|hru|sup)\b")),
+]
+
+
+def kind_of(text: str) -> str:
+    lowered = text.lower().replace("’", "'")
+    return next((kind for kind, rx in _KINDS if rx.search(lowered)), "other")
+
+
+def small_talk_reply(text: str, questions: list[str], asked: set[str], *, seed: int = 0) -> str:
+    """The reply for this kind of small talk, with up to three example questions not yet asked."""
+    kind = kind_of(text)
+    fresh = [q for q in questions if q.lower() not in asked]
+    examples = random.Random(seed).sample(fresh, k=min(3, len(fresh)))
+    return reply(f"small_talk_{kind}", examples="\n".join(f"- {q}" for q in examples))

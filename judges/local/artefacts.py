@@ -1,0 +1,81 @@
+"""Learned checks ship as artefacts: fitted once by `cafbot judges train` (`make train`), loaded at
+run time, never trained there.
+
+Each artefact is two files in judges/local/artefacts/: `NAME.joblib` (the fitted model) and
+`NAME.card.json` (its model card: what it was trained on, how it did on a dev split it never saw,
+its thresholds, when). A data file edited after training makes the artefact stale: with the
+training data at hand (a source checkout), start-up compares its hash with the card's and stops
+with the command that fixes it, so a safety model never changes silently, or silently not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import joblib
+
+from app.core.errors import ConfigError
+from app.core.records import Record
+
+ARTEFACTS_DIR = Path(__file__).with_name("artefacts")
+RETRAIN = "run `make train` (or `cafbot judges train`) and commit the artefacts"
+
+
+class ArtefactError(ConfigError):
+    """A learned check's artefact is missing, unreadable or stale; names the file and the fix."""
+
+
+class ModelCard(Record):
+    name: str
+    feature_version: int
+    data_hash: str  # sha256 of the training files and the settings the fit read
+    data_files: list[str]  # relative to the repository
+    split_sizes: dict[str, int]
+    dev_metrics: dict[str, Any]
+    thresholds: dict[str, float]
+    embedder: str = ""  # the sentence embedder its features were computed with ("" for none)
+    trained_at: str = ""
+    notes: str = ""
+
+
+def data_hash(files: Iterable[Path], extra: Any = None) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    digest.update(json.dumps(extra, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def save(name: str, model: Any, card: ModelCard, folder: Path = ARTEFACTS_DIR) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    card = card.model_copy(update={"trained_at": datetime.now(UTC).isoformat(timespec="seconds")})
+    joblib.dump(model, folder / f"{name}.joblib", compress=3)
+    (folder / f"{name}.card.json").write_text(card.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return folder / f"{name}.joblib"
+
+
+def load(name: str, *, feature_version: int, current_hash: str | None,
+         folder: Path = ARTEFACTS_DIR) -> tuple[Any, ModelCard]:
+    """The model and its card. `current_hash`: the hash of the training data as it is now, or None
+    when the data is not here to compare (an installed wheel ships the artefact, not the data)."""
+    model_path, card_path = folder / f"{name}.joblib", folder / f"{name}.card.json"
+    if not model_path.is_file() or not card_path.is_file():
+        raise ArtefactError(f"{model_path}: the learned check {name!r} is missing; {RETRAIN}")
+    try:
+        card = ModelCard.model_validate_json(card_path.read_text(encoding="utf-8"))
+        model = joblib.load(model_path)
+    except Exception as error:  # any unreadable artefact is the same problem with the same fix
+        raise ArtefactError(f"{model_path}: cannot load the learned check {name!r} ({error}); {RETRAIN}") from error
+    if card.feature_version != feature_version:
+        raise ArtefactError(f"{model_path}: built for features v{card.feature_version}, the code reads "
+                            f"v{feature_version}; {RETRAIN}")
+    if current_hash is not None and current_hash != card.data_hash:
+        raise ArtefactError(f"{model_path}: stale, its training data ({', '.join(card.data_files)}) changed "
+                            f"after it was trained; {RETRAIN}")
+    return model, card

@@ -1,0 +1,222 @@
+"""The learned layer of the input screen: one classifier that reads an English user message and
+says how likely it is a crisis and how likely small talk.
+
+Trained by `cafbot judges train` on the train split of scenarios/screen (deliberately diverse:
+crisis of every kind, small talk, idioms, everyday complaints, health and carer questions) plus
+the user-only messages of scenarios/judges/train. Its classes are fine-grained (each crisis
+category; each route and category of the rest), so the model learns what an everyday complaint or
+an idiom looks like instead of "not a health question"; the crisis probability is the sum of the
+crisis classes. Features: word and character n-grams (robust to typos and slang) and, when the
+MiniLM embedder it was trained with is available, the sentence embedding.
+
+Thresholds are chosen on a dev split cut from train (never on the holdout): the crisis threshold
+is the highest that keeps the screen's dev recall (patterns and model together, as a user turn
+runs them) at `recall_target`. The fitted model is an artefact (judges/local/artefacts.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from scipy.sparse import csr_matrix, hstack
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import FeatureUnion
+
+from app.core.config import REPO_ROOT
+from judges.local import artefacts
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
+    from judges.scenarios import Scenario
+
+NAME = "input_screen"
+FEATURE_VERSION = 2
+TRAIN_DIRS = (REPO_ROOT / "scenarios" / "screen" / "train", REPO_ROOT / "scenarios" / "judges" / "train")
+SETTINGS = {"c": 10.0, "dev_share": 0.25, "recall_target": 0.95, "seed": 0}
+
+
+@dataclass(frozen=True)
+class Reading:
+    crisis: float  # probability the message is a crisis
+    small_talk: float  # probability it is small talk
+    threshold: float  # crisis from here up
+    confident: float  # a crisis this likely is never cleared by an LLM's second look
+    second_look: float  # below the threshold but this likely: worth an LLM's second look
+
+    @property
+    def is_crisis(self) -> bool:
+        return self.crisis >= self.threshold
+
+
+def label(scenario: Scenario) -> str:
+    if scenario.expected == "crisis":
+        return f"crisis:{scenario.category or 'other'}"
+    return f"{scenario.route or 'question'}:{scenario.category or 'other'}"
+
+
+def training_files() -> list[Path]:
+    return sorted(p for folder in TRAIN_DIRS for p in folder.glob("*.jsonl"))
+
+
+def current_hash() -> str | None:
+    files = training_files()
+    return artefacts.data_hash(files, SETTINGS) if files else None
+
+
+def training_messages() -> list[tuple[str, str, Scenario]]:
+    """(normalised text, class, scenario) for every English user message the screen learns from:
+    screen scenarios, and judge scenarios that judge the user message alone. A message seen twice
+    keeps its first label; the crisis one when they disagree (recall first)."""
+    from judges.local.crisis import IDIOM_MARK, normalise
+    from judges.scenarios import load_scenarios
+
+    found: dict[str, tuple[str, str, Scenario]] = {}
+    for scenario in load_scenarios(training_files()):
+        if scenario.language != "en" or (scenario.response is not None and scenario.route is None):
+            continue
+        text = normalise(scenario.user, idiom_mark=IDIOM_MARK)
+        if text and (text not in found or scenario.expected == "crisis"):
+            found[text] = (text, label(scenario), scenario)
+    return list(found.values())
+
+
+def _vectoriser() -> FeatureUnion:
+    return FeatureUnion([
+        ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True, min_df=2)),
+        ("words", TfidfVectorizer(analyzer="word", ngram_range=(1, 2), sublinear_tf=True,
+                                  token_pattern=r"(?u)\b\w[\w']*\b")),
+    ])
+
+
+def _features(vectoriser: FeatureUnion, texts: list[str], embedded: np.ndarray | None) -> Any:
+    x = vectoriser.transform(texts)
+    return hstack([x, csr_matrix(embedded)]).tocsr() if embedded is not None else x
+
+
+def _fit(texts: list[str], labels: list[str], embedded: np.ndarray | None) -> dict[str, Any]:
+    vectoriser = _vectoriser().fit(texts)
+    classifier = LogisticRegression(C=SETTINGS["c"], class_weight="balanced", max_iter=5000)
+    classifier.fit(_features(vectoriser, texts, embedded), labels)
+    return {"vectoriser": vectoriser, "classifier": classifier}
+
+
+def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(crisis, small talk) probability per text."""
+    classifier: LogisticRegression = variant["classifier"]
+    p = classifier.predict_proba(_features(variant["vectoriser"], texts, embedded))
+    classes = [str(c) for c in classifier.classes_]
+    crisis = p[:, [i for i, c in enumerate(classes) if c.startswith("crisis:")]].sum(axis=1)
+    small = p[:, [i for i, c in enumerate(classes) if c.startswith("small_talk:")]].sum(axis=1)
+    return crisis, small
+
+
+def _threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray) -> float:
+    """The highest threshold at which patterns and model together keep the dev recall target."""
+    for t in np.round(np.arange(0.95, 0.04, -0.01), 2):
+        caught = by_pattern | (crisis >= t)
+        if caught[is_crisis].mean() >= SETTINGS["recall_target"]:
+            return float(t)
+    return 0.05
+
+
+def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pattern: np.ndarray,
+                 dev: list[tuple[str, str, Scenario]]) -> dict[str, Any]:
+    flagged = by_pattern | (crisis >= threshold)
+    truth = np.array([s.expected == "crisis" for _, _, s in dev])
+    per_category: dict[str, dict[str, float]] = {}
+    for category in sorted({s.category or "other" for _, _, s in dev}):
+        rows = np.array([(s.category or "other") == category for _, _, s in dev])
+        share = float(flagged[rows].mean())
+        per_category[category] = {"n": int(rows.sum()),
+                                  ("crisis_recall" if truth[rows].all() else "crisis_flagged"): round(share, 3)}
+    small_truth = np.array([s.route == "small_talk" for _, _, s in dev])
+    routed_small = (small >= 0.5) & ~flagged
+    return {
+        "crisis_recall": round(float(flagged[truth].mean()), 3),
+        "false_crisis_rate": round(float(flagged[~truth].mean()), 3),
+        "model_alone_recall": round(float((crisis >= threshold)[truth].mean()), 3),
+        "small_talk_recall": round(float(routed_small[small_truth].mean()), 3) if small_truth.any() else None,
+        "small_talk_precision": round(float(small_truth[routed_small].mean()), 3) if routed_small.any() else None,
+        "per_category": per_category,
+    }
+
+
+def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
+    """Fit both variants (with and without embeddings), choose thresholds on the dev split and
+    write the artefact. `encode`: texts -> normalised vectors, or None for the lexical variant only."""
+    from judges.local.crisis import pattern_hit
+
+    messages = training_messages()
+    labels = [m[1] for m in messages]
+    counts = {c: labels.count(c) for c in set(labels)}
+    strata = [c if counts[c] >= 4 else c.split(":")[0] for c in labels]
+    train_rows, dev_rows = train_test_split(messages, test_size=SETTINGS["dev_share"],
+                                            random_state=SETTINGS["seed"], stratify=strata)
+    dev_texts = [t for t, _, _ in dev_rows]
+    truth = np.array([s.expected == "crisis" for _, _, s in dev_rows])
+    by_pattern = np.array([pattern_hit(s.user) is not None for _, _, s in dev_rows])
+    bundle: dict[str, Any] = {}
+    card_metrics: dict[str, Any] = {}
+    thresholds: dict[str, float] = {}
+    variants = [("lexical", None)] + ([("embedded", encode)] if encode is not None else [])
+    for variant, encoder in variants:
+        x_train = encoder([t for t, _, _ in train_rows]) if encoder else None
+        x_dev = encoder(dev_texts) if encoder else None
+        fitted = _fit([t for t, _, _ in train_rows], [c for _, c, _ in train_rows], x_train)
+        crisis, small = _probabilities(fitted, dev_texts, x_dev)
+        threshold = _threshold(crisis, truth, by_pattern)
+        fitted["threshold"] = threshold
+        fitted["confident"] = round(threshold + (1 - threshold) / 2, 3)
+        fitted["second_look"] = round(threshold / 2, 3)
+        bundle[variant] = fitted
+        thresholds[f"{variant}.crisis"] = threshold
+        card_metrics[variant] = _dev_metrics(crisis, small, threshold, by_pattern, dev_rows)
+    card = artefacts.ModelCard(
+        name=NAME, feature_version=FEATURE_VERSION, data_hash=current_hash() or "",
+        data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
+        split_sizes={"train": len(train_rows), "dev": len(dev_rows), "crisis_train": sum(
+            s.expected == "crisis" for _, _, s in train_rows), "crisis_dev": int(truth.sum())},
+        dev_metrics=card_metrics, thresholds=thresholds,
+        embedder=embedder_name if encode is not None else "",
+        notes=("Logistic regression over word and character n-grams (+ MiniLM embedding in the "
+               "'embedded' variant); classes are crisis categories and route:category of the rest. "
+               "Dev metrics count the high-precision patterns too, as the screen runs them. "
+               f"Settings: {SETTINGS}."))
+    artefacts.save(NAME, bundle, card, out_dir)
+    return card
+
+
+class ScreenModel:
+    """The shipped classifier, loaded once per Resources."""
+
+    def __init__(self, res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard):
+        self.res, self.bundle, self.card = res, bundle, card
+
+    @classmethod
+    def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> ScreenModel:
+        bundle, card = artefacts.load(NAME, feature_version=FEATURE_VERSION, current_hash=current_hash(),
+                                      folder=folder)
+        return cls(res, bundle, card)
+
+    def _variant(self) -> tuple[dict[str, Any], bool]:
+        """The embedded variant only with the very embedder it was trained on."""
+        embedder = self.res.embedder
+        if ("embedded" in self.bundle and self.res.embeddings and embedder is not None
+                and getattr(embedder, "name", "") == self.card.embedder):
+            return self.bundle["embedded"], True
+        return self.bundle["lexical"], False
+
+    def read(self, normalised: str) -> Reading:
+        variant, embedded = self._variant()
+        vectors = self.res.encode([normalised]) if embedded else None
+        if embedded and vectors is None:  # the embedder broke since: the lexical variant decides
+            variant = self.bundle["lexical"]
+        crisis, small = _probabilities(variant, [normalised], vectors)
+        return Reading(crisis=round(float(crisis[0]), 4), small_talk=round(float(small[0]), 4),
+                       threshold=variant["threshold"], confident=variant["confident"],
+                       second_look=variant["second_look"])
