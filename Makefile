@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 QUESTION ?= What are the early warning signs of relapse, and what should we do?
 
-.PHONY: demo test lint bench eval clean
+.PHONY: demo test lint bench eval train clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,10 +33,16 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
+# Fit every learned check on the train splits and write its artefact and model card
+# (judges/local/artefacts/); commit them. Run time only loads them.
+train: $(VENV)/.installed-runtime
+	$(BIN)/cafbot judges train
+
 eval: $(VENV)/.installed-runtime
 	$(BIN)/cafbot kb eval --json .cafbot/kb_eval.json
 	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json .cafbot/judges_test.json
 	$(BIN)/cafbot judges eval scenarios/judges/holdout --tiers 0 --json .cafbot/judges_holdout.json
+	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json .cafbot/screen_holdout.json
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/bench_retrieval.py

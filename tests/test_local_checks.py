@@ -148,17 +148,11 @@ def test_role_general_information_and_negated_mentions_pass():
 
 
 @pytest.mark.slow
-def test_role_classifier_trains_on_the_train_split_and_a_new_owner_loads_it_from_disk(embedder, tmp_path):
-    res = Resources(embedder, models_dir=tmp_path)
-    assert res.role_model.check.weights() is not None
-    assert list(tmp_path.glob("role_scope-*.joblib"))
-    probs = res.role_model.predict(["Let's unpack how that break-up made you feel, in our next session.",
-                                    "Depot injections release an antipsychotic slowly [S10]."])
+def test_the_shipped_role_classifier_tells_therapy_talk_from_information(embedder):
+    probs = Resources(embedder).role_model.predict([
+        "Let's unpack how that break-up made you feel, in our next session.",
+        "Depot injections release an antipsychotic slowly [S10]."])
     assert probs is not None and probs[0] > 0.5 > probs[1]
-    again = Resources(embedder, models_dir=tmp_path, train_dir=tmp_path / "no-such-split")
-    again.role_model.check.fit = lambda: pytest.fail("a cached fit must be loaded, not refitted")
-    again.role_model.check.key = res.role_model.check.key
-    assert again.role_model.check.weights() is not None
 
 
 # --- verification --------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ class AnswerNodes:
         result = screen_message(
             state.get("user_input", ""), settings=self.settings, resources=self.services.resources,
             screener=self.services.crisis_screener, llm_allowed=context.caf == "on",
-            has_conversation=bool(state.get("sources_in_play")), deadline=self.deadline(trace))
+            has_conversation=bool(state.get("messages")), deadline=self.deadline(trace))
         screen = result.screen
         trace.user_message, trace.notices = screen.text, list(screen.notices)
         trace.model_calls += result.model_calls
@@ -84,6 +84,8 @@ class AnswerNodes:
             screen.reply = screen.reply or (reply("empty_message") if not screen.text else reply(
                 "not_english", topics=topics_list(self.services.topic_titles()),
                 contacts=contact_lines(self.settings.crisis_contacts)))
+        if screen.route == "small_talk" and _resolve_clarification(screen.text, state.get("clarify_candidates") or []):
+            screen.route = "answer"  # "2", "yes": the answer to our own "did you mean …?"
         trace.route = screen.route
         return {"turn": turn, "screen": screen, "trace": trace, "identification": None,
                 "draft": "", "answer": ""}

@@ -76,6 +76,7 @@ def load(name: str, *, feature_version: int, current_hash: str | None,
         raise ArtefactError(f"{model_path}: built for features v{card.feature_version}, the code reads "
                             f"v{feature_version}; {RETRAIN}")
     if current_hash is not None and current_hash != card.data_hash:
-        raise ArtefactError(f"{model_path}: stale, its training data ({', '.join(card.data_files)}) changed "
+        folders = sorted({str(Path(f).parent) for f in card.data_files})
+        raise ArtefactError(f"{model_path}: stale, its training data ({', '.join(folders)}) changed "
                             f"after it was trained; {RETRAIN}")
     return model, card

@@ -55,8 +55,8 @@ class Reading:
 
 def label(scenario: Scenario) -> str:
     if scenario.expected == "crisis":
-        return f"crisis:{scenario.category or 'other'}"
-    return f"{scenario.route or 'question'}:{scenario.category or 'other'}"
+        return f"crisis:{scenario.category or 'judge_scenario'}"
+    return f"{scenario.route or 'question'}:{scenario.category or 'judge_scenario'}"
 
 
 def training_files() -> list[Path]:
@@ -129,11 +129,14 @@ def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pat
     flagged = by_pattern | (crisis >= threshold)
     truth = np.array([s.expected == "crisis" for _, _, s in dev])
     per_category: dict[str, dict[str, float]] = {}
-    for category in sorted({s.category or "other" for _, _, s in dev}):
-        rows = np.array([(s.category or "other") == category for _, _, s in dev])
-        share = float(flagged[rows].mean())
-        per_category[category] = {"n": int(rows.sum()),
-                                  ("crisis_recall" if truth[rows].all() else "crisis_flagged"): round(share, 3)}
+    for category in sorted({s.category or "judge_scenario" for _, _, s in dev}):
+        rows = np.array([(s.category or "judge_scenario") == category for _, _, s in dev])
+        figures: dict[str, float] = {"n": int(rows.sum())}
+        if (rows & truth).any():
+            figures["crisis_recall"] = round(float(flagged[rows & truth].mean()), 3)
+        if (rows & ~truth).any():
+            figures["false_crisis_rate"] = round(float(flagged[rows & ~truth].mean()), 3)
+        per_category[category] = figures
     small_truth = np.array([s.route == "small_talk" for _, _, s in dev])
     routed_small = (small >= 0.5) & ~flagged
     return {

@@ -1,0 +1,76 @@
+"""Learned checks are shipped artefacts: run time loads them and never trains; a missing, stale or
+foreign artefact stops start-up with one line naming the file and the command that fixes it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from judges.local import Resources, artefacts, role_model, screen_model
+from judges.local.artefacts import ArtefactError
+
+
+@pytest.fixture
+def shipped_copy(tmp_path):
+    folder = tmp_path / "artefacts"
+    shutil.copytree(artefacts.ARTEFACTS_DIR, folder)
+    return folder
+
+
+def test_every_learned_check_ships_an_artefact_with_a_model_card():
+    for name in (screen_model.NAME, role_model.NAME):
+        card = json.loads((artefacts.ARTEFACTS_DIR / f"{name}.card.json").read_text())
+        assert card["data_hash"] and card["split_sizes"] and card["trained_at"] and card["data_files"]
+    card = json.loads((artefacts.ARTEFACTS_DIR / f"{screen_model.NAME}.card.json").read_text())
+    for variant in ("lexical", "embedded"):
+        assert 0.0 < card["thresholds"][f"{variant}.crisis"] < 1.0
+        assert card["dev_metrics"][variant]["crisis_recall"] >= 0.9
+
+
+def test_the_shipped_artefacts_match_the_training_data_in_this_checkout():
+    """Editing a training file without `make train` fails here (and at start-up)."""
+    for module in (screen_model, role_model):
+        card = json.loads((artefacts.ARTEFACTS_DIR / f"{module.NAME}.card.json").read_text())
+        assert card["data_hash"] == module.current_hash(), f"{module.NAME} is stale: run make train"
+
+
+def test_a_missing_artefact_stops_start_up_naming_the_file_and_the_fix(shipped_copy):
+    (shipped_copy / f"{screen_model.NAME}.joblib").unlink()
+    with pytest.raises(ArtefactError) as caught:
+        Resources(artefacts_dir=shipped_copy)
+    message = str(caught.value)
+    assert str(shipped_copy / f"{screen_model.NAME}.joblib") in message and "make train" in message
+
+
+def test_a_stale_artefact_stops_start_up(shipped_copy, monkeypatch):
+    monkeypatch.setattr(screen_model, "current_hash", lambda: "0" * 64)
+    with pytest.raises(ArtefactError, match=r"stale, its training data .* changed after it was trained"):
+        Resources(artefacts_dir=shipped_copy)
+
+
+def test_an_artefact_for_other_features_stops_start_up(shipped_copy):
+    card_path = shipped_copy / f"{role_model.NAME}.card.json"
+    card = json.loads(card_path.read_text())
+    card["feature_version"] = 999
+    card_path.write_text(json.dumps(card))
+    with pytest.raises(ArtefactError, match="built for features v999"):
+        Resources(artefacts_dir=shipped_copy)
+
+
+def test_without_the_training_data_the_shipped_card_is_trusted(shipped_copy, monkeypatch):
+    """An installed wheel carries the artefacts, not the scenarios: nothing to compare against."""
+    monkeypatch.setattr(screen_model, "current_hash", lambda: None)
+    monkeypatch.setattr(role_model, "current_hash", lambda: None)
+    assert Resources(artefacts_dir=shipped_copy).screen_model.read("hello").small_talk > 0.5
+
+
+def test_a_resources_never_trains(monkeypatch):
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("run time must load the artefact, not train")
+
+    monkeypatch.setattr(screen_model, "train", refuse)
+    monkeypatch.setattr(role_model, "fit_and_save", refuse)
+    monkeypatch.setattr(screen_model, "_fit", refuse)
+    assert Resources().screen_model.read("thanks").small_talk > 0.5

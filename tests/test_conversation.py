@@ -1,0 +1,89 @@
+"""Ordinary conversation through the whole graph: greetings, thanks and "what can you do?" get
+their own short replies after the crisis screen (never instead of it), and "tell me more" leans
+on the conversation so far. `cafbot judges eval` routes messages exactly as a user turn does."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.core.config import Settings
+from app.core.text import split_sentences
+from app.graph.services import Services
+from app.prompts import reply
+from app.screen import screen_message
+from judges.evaluate import evaluate
+from judges.scenarios import load_scenarios
+from tests.conftest import REPO, bot_factory
+
+
+@pytest.fixture
+def bot(tmp_path, default_identifier, embedder):
+    def services_for(settings, chat):
+        return Services.from_settings(settings, identifier=default_identifier.with_settings(settings),
+                                      embedder=embedder, chat=chat)
+
+    with bot_factory(tmp_path, services_for) as make:
+        yield make()
+
+
+@pytest.mark.parametrize("message", ["hi", "Hello!", "hey there", "good morning"])
+def test_a_greeting_gets_a_friendly_hello_with_example_questions(bot, message):
+    trace = bot.ask(bot.new_thread(), message)
+    assert trace.route == "small_talk" and trace.generator == "fixed"
+    assert trace.answer.startswith("Hello!") and "sounds serious" not in trace.answer
+    examples = [line[2:] for line in trace.answer.splitlines() if line.startswith("- ")]
+    questions = {q for source in bot.services.identifier.knowledge_base for q in source.questions}
+    assert len(examples) == 3 and set(examples) <= questions
+
+
+def test_what_can_you_do_says_what_the_bot_offers_and_is_not(bot):
+    trace = bot.ask(bot.new_thread(), "what can you do?")
+    assert trace.route == "small_talk"
+    assert "can't give advice about your own situation" in " ".join(trace.answer.split())
+    assert "\n- " in trace.answer
+
+
+def test_a_four_turn_chat_reads_like_a_conversation(bot):
+    thread = bot.new_thread()
+    routes = [bot.ask(thread, m).route for m in ("hi", "what is schizophrenia?", "thanks!", "bye")]
+    assert routes == ["small_talk", "answer", "small_talk", "small_talk"]
+    replies = [m.content for m in bot.messages(thread)[1::2]]
+    assert replies[2].startswith("You're welcome") and replies[3].startswith("Take care")
+
+
+def test_small_talk_never_hides_a_crisis(bot):
+    trace = bot.ask(bot.new_thread(), "hi. i want to die")
+    assert trace.route == "crisis"
+
+
+def test_tell_me_more_continues_the_same_topic_with_something_new(bot):
+    thread = bot.new_thread()
+    first = bot.ask(thread, "What are the side effects of clozapine?")
+    more = bot.ask(thread, "tell me more")
+    assert first.route == more.route == "answer"
+    assert set(more.citations) & set(first.citations)
+    reminder = reply("verification_reminder")
+    said = [s for s in split_sentences(first.answer.replace(reminder, "")) if len(s) > 30]
+    assert said and not [s for s in said if s in more.answer], "a follow-up repeats what was already said"
+
+
+def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):
+    """One evaluation path: the eval's routes are the graph's, scenario by scenario."""
+    scenarios = [s for s in load_scenarios(REPO / "scenarios" / "screen" / "train")
+                 if not s.history][::40]
+    settings, services = bot.settings, bot.services
+
+    def screen(message: str, has_conversation: bool) -> str:
+        return screen_message(message, settings=settings, resources=services.resources, screener=None,
+                              llm_allowed=False, has_conversation=has_conversation).screen.route
+
+    report = evaluate(scenarios, screen, review=lambda ctx: pytest.fail("no drafts here"), resolve=lambda _: None)
+    assert len(report.per_scenario) == len(scenarios) >= 40
+    for scenario, result in zip(scenarios, report.per_scenario, strict=True):
+        trace = bot.ask(bot.new_thread(), scenario.user)
+        graph_route = {"answer": "question", "clarify": "question", "no_match": "question"}.get(trace.route, trace.route)
+        assert result.route == graph_route, (scenario.id, scenario.user)
+
+
+def test_settings_type_is_the_products():
+    assert Settings().caf.llm_crisis_screen == "uncertain"
