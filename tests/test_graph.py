@@ -194,3 +194,22 @@ def test_a_plain_question_costs_no_crisis_screen_call(make_bot):
     bot.services.crisis_screener = screener
     trace = bot.ask(bot.new_thread(), QUESTION)
     assert trace.route == "answer" and screener.llm.prompts == []
+
+
+def test_the_screener_llm_may_clear_only_an_unsure_flag_of_the_learned_layer(make_bot, monkeypatch):
+    from judges.local.screen_model import Reading
+
+    bot = make_bot(chat=scripted_chat("Depots are injections [S10]."))
+    model = bot.services.resources.screen_model
+    unsure = Reading(crisis=0.6, small_talk=0.0, threshold=0.5, confident=0.75, second_look=0.25)
+    monkeypatch.setattr(model, "read", lambda _text: unsure)
+    bot.services.crisis_screener = screener_saying(False)
+    cleared = bot.ask(bot.new_thread(), "What is a depot injection?")
+    assert cleared.route != "crisis"
+    assert cleared.model_calls and cleared.model_calls[0].purpose == "tier1:crisis_input"
+    sure = Reading(crisis=0.9, small_talk=0.0, threshold=0.5, confident=0.75, second_look=0.25)
+    monkeypatch.setattr(model, "read", lambda _text: sure)
+    screener = screener_saying(False)
+    bot.services.crisis_screener = screener
+    kept = bot.ask(bot.new_thread(), "What is a depot injection?")
+    assert kept.route == "crisis" and screener.llm.prompts == []  # a confident flag is not even asked
