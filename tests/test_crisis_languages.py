@@ -1,8 +1,13 @@
 """A crisis in any language gets the crisis reply, before the "English only" notice. As seen:
 Chinese, Russian, Hindi and Japanese suicide statements got only "Sorry, I can only answer in
-English for now"."""
+English for now". Each language says every kind of crisis (crisis_languages.yaml), its examples
+show each one and its figures of speech, and English is never matched here (the English screen
+tells a calm question from a crisis)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +16,8 @@ from judges.local import crisis_languages
 
 EXAMPLES = [(code, text, kind) for code, lang in crisis_languages.languages().items()
             for kind in ("crisis", "safe") for text in getattr(lang.examples, kind)]
+CONCEPTS = list(crisis_languages.Concepts.model_fields)
+TRAIN = Path(__file__).resolve().parents[1] / "scenarios" / "screen" / "train"
 CONTACT = CrisisContact(name="Test crisis line", contact="call 000 000")
 
 
@@ -25,7 +32,51 @@ def test_every_language_example(code, text, kind):
 
 def test_at_least_the_languages_the_screen_promises():
     assert {"de", "fr", "es", "it", "pt", "pl", "nl", "ro", "el", "sv", "cs", "ru", "uk",
-            "ar", "hi", "tr", "zh", "ja"} <= set(crisis_languages.languages())
+            "ar", "hi", "tr", "zh", "ja", "hu"} <= set(crisis_languages.languages())
+
+
+@pytest.mark.parametrize("code", list(crisis_languages.languages()))
+def test_every_language_says_every_kind_of_crisis_and_shows_each(code):
+    lang = crisis_languages.languages()[code]
+    assert all(getattr(lang.concepts, name) for name in CONCEPTS)
+    crisis = [crisis_languages.fold(text) for text in lang.examples.crisis]
+    compiled = dict(next(concepts for c, concepts, _ in crisis_languages._compiled() if c == code))
+    unshown = [name for name in CONCEPTS if not any(compiled[name].search(text) for text in crisis)]
+    assert not unshown, f"{code}: no crisis example for {unshown}"
+
+
+def _english(name: str) -> list[str]:
+    rows = [json.loads(line) for line in (TRAIN / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row["user"] for row in rows if row.get("language", "en") == "en"]
+
+
+@pytest.mark.parametrize("name", ["negatives.jsonl", "smalltalk.jsonl", "crisis.jsonl"])
+def test_english_never_matches(name):
+    """English is the English screen's: not even an English crisis is this screen's to find, and
+    an English idiom or calm question must never be taken for another language's crisis."""
+    messages = _english(name)
+    assert messages
+    matched = [(text, crisis_languages.find_concept(text)) for text in messages if crisis_languages.find(text)]
+    assert not matched
+
+
+def test_find_names_the_concept_and_find_keeps_its_shape():
+    assert crisis_languages.find_concept("Ich habe eben die ganze Packung Tabletten geschluckt") == (
+        "de", "overdose_taken", "ganze packung tabletten geschluckt")
+    assert crisis_languages.find("Ich habe eben die ganze Packung Tabletten geschluckt") == (
+        "de", "ganze packung tabletten geschluckt")
+    assert crisis_languages.find("Wie wirkt eine Depotspritze?") is None
+
+
+@pytest.mark.parametrize(("typed", "written"), [
+    ("uberdosis genommen", "Überdosis genommen"),  # accents left off
+    ("θελω να πεθανω", "θέλω να πεθάνω"),  # Greek without tonos
+    ("اريد ان اموت", "أريد أن أموت"),  # Arabic without hamza
+    ("chce umrzec", "chcę umrzeć"),  # Polish without ogonek
+])
+def test_a_crisis_typed_without_accents_is_the_same_crisis(typed, written):
+    assert crisis_languages.find(typed) is not None
+    assert crisis_languages.find(typed)[0] == crisis_languages.find(written)[0]
 
 
 @pytest.mark.parametrize("message", [
@@ -36,6 +87,7 @@ def test_at_least_the_languages_the_screen_promises():
     "Chcę umrzeć, dziś się zabiję",  # Polish
     "Não quero mais viver",  # Portuguese
     "Voglio morire, stasera la faccio finita",  # Italian
+    "Meg akarok halni",  # Hungarian
 ])
 def test_a_crisis_in_another_language_gets_the_crisis_reply_through_the_graph(fast_bot, message):
     bot = fast_bot(crisis_contacts=[CONTACT])

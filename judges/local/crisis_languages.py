@@ -1,7 +1,8 @@
-"""The crisis screen in other languages: the core crisis concepts in each language's own words
-(crisis_languages.yaml), read before the "English only" notice, so a crisis in any language gets
-the crisis reply. High precision by construction (first-person phrases of intent, not topics);
-every language's examples are tested."""
+"""The crisis screen in other languages: the kinds of crisis, each a named concept said the common
+ways in each language's own words (crisis_languages.yaml), read before the "English only" notice,
+so a crisis in any language gets the crisis reply. High precision by construction: first-person
+intent, acts under way and present danger, not topics; figures of speech are listed per language
+and every language's examples are tested."""
 
 from __future__ import annotations
 
@@ -17,23 +18,75 @@ from app.core.records import Record
 
 DATA = Path(__file__).with_name("crisis_languages.yaml")
 
+# Letters written more than one way, made one so that a pattern need not list them: the ones
+# without a decomposition (ł, ß, dotless ı), Greek final sigma, apostrophes, Arabic alef maqsura,
+# ta marbuta and the tatweel, Devanagari chandrabindu (written for anusvara) and nukta.
+_SAME = str.maketrans({"ł": "l", "ß": "ss", "ı": "i", "ø": "o", "đ": "d", "ς": "σ",
+                       "’": "'", "ʼ": "'", "‘": "'", "`": "'", "´": "'",
+                       "ٱ": "ا", "ى": "ي", "ة": "ه", "ـ": None, "\u0901": "\u0902", "\u093c": None})
+
+
+def _strip_marks(text: str) -> str:
+    """Accents off Latin, Greek and Cyrillic letters, harakat and hamza off Arabic ones (people
+    type them or not); other scripts' marks are letters' vowels (Devanagari) or voicing (kana)."""
+    out: list[str] = []
+    base = ""
+    for char in unicodedata.normalize("NFD", text):
+        if unicodedata.category(char) != "Mn":
+            base = char
+        elif base.isalpha() and (base < "\u0530" or "\u0600" <= base <= "\u06ff"):
+            continue
+        out.append(char)
+    return unicodedata.normalize("NFC", "".join(out)).translate(_SAME)
+
+
+def fold(text: str) -> str:
+    """A message as the patterns see it: NFKC, lower case, marks and variant letters folded."""
+    return _strip_marks(unicodedata.normalize("NFKC", text).lower())
+
+
+def _compiles(items: list[str]) -> list[str]:
+    for item in items:
+        re.compile(item)
+    return items
+
+
+class Concepts(Record):
+    """The kinds of crisis; every language says each of them (tests/test_crisis_languages.py)."""
+
+    die_wish: list[str] = Field(min_length=1)  # wanting to die, not to live, ending it, a plan
+    self_harm: list[str] = Field(min_length=1)  # cutting, burning, a blade in hand
+    overdose_taken: list[str] = Field(min_length=1)  # the pills already swallowed
+    method: list[str] = Field(min_length=1)  # lethal dose, height, hanging: how to die
+    farewell: list[str] = Field(min_length=1)  # goodbye for ever, giving things away, no burden
+    third_person: list[str] = Field(min_length=1)  # someone else about to die or missing at risk
+    harm_others: list[str] = Field(min_length=1)  # going to kill or hurt someone, a knife drawn
+    psychosis: list[str] = Field(min_length=1)  # voices commanding harm, acting on a delusion
+    medical: list[str] = Field(min_length=1)  # not breathing, unconscious, seizure, NMS, chest pain
+
+    @field_validator("*")
+    @classmethod
+    def _patterns_compile(cls, items: list[str]) -> list[str]:
+        return _compiles(items)
+
 
 class Examples(Record):
-    crisis: list[str] = Field(min_length=1)
-    safe: list[str] = Field(min_length=1)
+    crisis: list[str] = Field(min_length=12)
+    safe: list[str] = Field(min_length=8)
 
 
 class Language(Record):
-    patterns: list[str] = Field(min_length=1)
+    # Matches start at a word's start, except in scripts without spaces (Chinese, Japanese) and in
+    # Arabic, whose prefixes (و، ف، ب، س) are written onto the word.
+    spaced: bool = True
+    concepts: Concepts
     not_: list[str] = Field(default_factory=list, alias="not")
     examples: Examples
 
-    @field_validator("patterns", "not_")
+    @field_validator("not_")
     @classmethod
-    def _compiles(cls, items: list[str]) -> list[str]:
-        for item in items:
-            re.compile(item)
-        return items
+    def _figures_compile(cls, items: list[str]) -> list[str]:
+        return _compiles(items)
 
 
 class LanguagesFile(Record):
@@ -45,19 +98,34 @@ def languages() -> dict[str, Language]:
     return LanguagesFile.model_validate(yaml.safe_load(DATA.read_text(encoding="utf-8"))).languages
 
 
+def _regex(patterns: list[str], start: str) -> re.Pattern[str]:
+    # Patterns are folded like messages (so written with or without accents), but not lower-cased:
+    # that would turn \S into \s.
+    return re.compile("|".join(f"{start}(?:{_strip_marks(p)})" for p in patterns), re.IGNORECASE)
+
+
 @cache
-def _compiled() -> list[tuple[str, re.Pattern[str], re.Pattern[str] | None]]:
-    return [(code, re.compile("|".join(f"(?:{p})" for p in lang.patterns), re.IGNORECASE),
-             re.compile("|".join(f"(?:{p})" for p in lang.not_), re.IGNORECASE) if lang.not_ else None)
+def _compiled() -> list[tuple[str, list[tuple[str, re.Pattern[str]]], re.Pattern[str] | None]]:
+    return [(code,
+             [(name, _regex(patterns, r"(?<!\w)" if lang.spaced else "")) for name, patterns in lang.concepts],
+             _regex(lang.not_, "") if lang.not_ else None)
             for code, lang in languages().items()]
+
+
+def find_concept(text: str) -> tuple[str, str, str] | None:
+    """(language code, concept, the folded words that matched) for a crisis in any language."""
+    folded = fold(text)
+    for code, concepts, figures in _compiled():
+        # A match touching a figure of speech ("dying of laughter") is that figure, not a crisis.
+        spans = [m.span() for m in figures.finditer(folded)] if figures else []
+        for name, pattern in concepts:
+            for match in pattern.finditer(folded):
+                if not any(start < match.end() and match.start() < end for start, end in spans):
+                    return code, name, match.group(0)
+    return None
 
 
 def find(text: str) -> tuple[str, str] | None:
     """(language code, the words that matched) for a crisis phrase in any language, else None."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    for code, pattern, figures in _compiled():
-        for match in pattern.finditer(text):
-            if figures is None or not any(f.start() <= match.start() < f.end()
-                                          for f in figures.finditer(text)):
-                return code, match.group(0)
-    return None
+    found = find_concept(text)
+    return (found[0], found[2]) if found else None
