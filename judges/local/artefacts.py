@@ -55,7 +55,8 @@ def data_hash(files: Iterable[Path], extra: Any = None) -> str:
 def save(name: str, model: Any, card: ModelCard, folder: Path = ARTEFACTS_DIR) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     card = card.model_copy(update={"trained_at": datetime.now(UTC).isoformat(timespec="seconds")})
-    joblib.dump(model, folder / f"{name}.joblib", compress=3)
+    # xz: about half the size of zlib for these coefficient matrices, for ~0.2 s more at load.
+    joblib.dump(model, folder / f"{name}.joblib", compress=("xz", 6))
     (folder / f"{name}.card.json").write_text(card.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return folder / f"{name}.joblib"
 

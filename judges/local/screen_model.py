@@ -98,8 +98,8 @@ def _features(vectoriser: FeatureUnion, texts: list[str], embedded: np.ndarray |
     return hstack([x, csr_matrix(embedded)]).tocsr() if embedded is not None else x
 
 
-def _fit(texts: list[str], labels: list[str], embedded: np.ndarray | None) -> dict[str, Any]:
-    vectoriser = _vectoriser().fit(texts)
+def _fit(vectoriser: FeatureUnion, texts: list[str], labels: list[str],
+         embedded: np.ndarray | None) -> dict[str, Any]:
     classifier = LogisticRegression(C=SETTINGS["c"], class_weight="balanced", max_iter=5000)
     classifier.fit(_features(vectoriser, texts, embedded), labels)
     return {"vectoriser": vectoriser, "classifier": classifier}
@@ -166,11 +166,14 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     bundle: dict[str, Any] = {}
     card_metrics: dict[str, Any] = {}
     thresholds: dict[str, float] = {}
+    train_texts, train_labels = [t for t, _, _ in train_rows], [c for _, c, _ in train_rows]
+    # Both variants read the same n-grams: one vectoriser, fitted once and stored once.
+    vectoriser = _vectoriser().fit(train_texts)
     variants = [("lexical", None)] + ([("embedded", encode)] if encode is not None else [])
     for variant, encoder in variants:
-        x_train = encoder([t for t, _, _ in train_rows]) if encoder else None
+        x_train = encoder(train_texts) if encoder else None
         x_dev = encoder(dev_texts) if encoder else None
-        fitted = _fit([t for t, _, _ in train_rows], [c for _, c, _ in train_rows], x_train)
+        fitted = _fit(vectoriser, train_texts, train_labels, x_train)
         crisis, small = _probabilities(fitted, dev_texts, x_dev)
         threshold = _threshold(crisis, truth, by_pattern)
         fitted["threshold"] = threshold
