@@ -116,6 +116,19 @@ def bot_factory(tmp_path: Path, services_for):
 
 
 @pytest.fixture
+def make_bot(tmp_path, default_identifier, embedder):
+    """Chatbots over the real index, embedder, graph, filter and stores (slow tests)."""
+    from app.graph.services import Services
+
+    def services_for(settings, chat):
+        return Services.from_settings(settings, identifier=default_identifier.with_settings(settings),
+                                      embedder=embedder, chat=chat)
+
+    with bot_factory(tmp_path, services_for) as make:
+        yield make
+
+
+@pytest.fixture
 def fast_bot(tmp_path, knowledge_base):
     """Chatbots over the real graph, filter, checkpointer and store, with the hashing embedder and
     the keyword identifier instead of MiniLM and the index: whole turns in milliseconds."""

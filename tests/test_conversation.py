@@ -6,24 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.config import Settings
 from app.core.text import split_sentences
-from app.graph.services import Services
 from app.prompts import reply
 from app.screen import screen_message
 from judges.evaluate import evaluate
 from judges.scenarios import load_scenarios
-from tests.conftest import REPO, bot_factory
+from tests.conftest import REPO
 
 
 @pytest.fixture
-def bot(tmp_path, default_identifier, embedder):
-    def services_for(settings, chat):
-        return Services.from_settings(settings, identifier=default_identifier.with_settings(settings),
-                                      embedder=embedder, chat=chat)
-
-    with bot_factory(tmp_path, services_for) as make:
-        yield make()
+def bot(make_bot):
+    return make_bot()
 
 
 @pytest.mark.parametrize("message", ["hi", "Hello!", "hey there", "good morning"])
@@ -83,7 +76,3 @@ def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):
         trace = bot.ask(bot.new_thread(), scenario.user)
         graph_route = {"answer": "question", "clarify": "question", "no_match": "question"}.get(trace.route, trace.route)
         assert result.route == graph_route, (scenario.id, scenario.user)
-
-
-def test_settings_type_is_the_products():
-    assert Settings().caf.llm_crisis_screen == "uncertain"

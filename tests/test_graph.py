@@ -12,21 +12,11 @@ from app.core.models.scripted import ScriptedChatModel
 from app.graph.services import Services
 from app.session import Chatbot
 from judges.local.crisis import detect_crisis
-from tests.conftest import bot_factory
 
 pytestmark = pytest.mark.slow
 
 QUESTION = "Why does clozapine need regular blood tests?"
 
-
-@pytest.fixture
-def make_bot(tmp_path, default_identifier, embedder):
-    def services_for(settings, chat):
-        return Services.from_settings(settings, identifier=default_identifier.with_settings(settings),
-                                      embedder=embedder, chat=chat)
-
-    with bot_factory(tmp_path, services_for) as make:
-        yield make
 
 
 def scripted_chat(*replies) -> RoleClient:
