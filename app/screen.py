@@ -54,7 +54,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     found = assess(cleaned.text, resources)
     crisis = found.crisis
     screen.crisis_score, screen.crisis_layer, screen.crisis_evidence = found.score, found.layer, found.evidence
-    screen.small_talk_score = found.small_talk
+    screen.small_talk_score, screen.personal_advice = found.small_talk, found.personal_advice
     mode = settings.caf.llm_crisis_screen
     if screener is not None and llm_allowed and needs_second_look(found, mode):
         llm_crisis, reason, call = second_look(screener, cleaned.text, deadline)
@@ -77,6 +77,12 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     elif found.small_talk >= SMALL_TALK_FROM:
         screen.route = "small_talk"
     return result
+
+
+def screened_route(screen: InputScreen) -> str:
+    """The screen's decision as `cafbot judges eval` scores it: its route, with a question read as
+    a request about the writer's own case counted as `boundary` (the graph adds boundary cards)."""
+    return "boundary" if screen.route == "answer" and screen.personal_advice else screen.route
 
 
 def is_follow_up(text: str) -> bool:

@@ -37,7 +37,7 @@ class Scenario(Record):
     history: list[Turn] = Field(default_factory=list)
     expected: Expected
     rule: str = ""
-    route: Literal["crisis", "small_talk", "question"] | None = None
+    route: Literal["crisis", "small_talk", "boundary", "question"] | None = None
     category: str = ""
     language: str = "en"
 

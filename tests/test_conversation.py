@@ -8,7 +8,7 @@ import pytest
 
 from app.core.text import split_sentences
 from app.prompts import reply
-from app.screen import screen_message
+from app.screen import screen_message, screened_route
 from judges.evaluate import evaluate
 from judges.scenarios import load_scenarios
 from tests.conftest import REPO
@@ -67,12 +67,18 @@ def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):
     settings, services = bot.settings, bot.services
 
     def screen(message: str, has_conversation: bool) -> str:
-        return screen_message(message, settings=settings, resources=services.resources, screener=None,
-                              llm_allowed=False, has_conversation=has_conversation).screen.route
+        return screened_route(screen_message(message, settings=settings, resources=services.resources,
+                                             screener=None, llm_allowed=False,
+                                             has_conversation=has_conversation).screen)
 
     report = evaluate(scenarios, screen, review=lambda ctx: pytest.fail("no drafts here"), resolve=lambda _: None)
     assert len(report.per_scenario) == len(scenarios) >= 40
     for scenario, result in zip(scenarios, report.per_scenario, strict=True):
         trace = bot.ask(bot.new_thread(), scenario.user)
         graph_route = {"answer": "question", "clarify": "question", "no_match": "question"}.get(trace.route, trace.route)
-        assert result.route == graph_route, (scenario.id, scenario.user)
+        if graph_route == "boundary" and result.route == "question":  # a boundary card decided
+            assert next(c for c in services.cards.cards if c.id == trace.card).kind == "boundary"
+        elif result.route == "boundary" and graph_route == "question":  # no source to answer from
+            assert trace.route in ("clarify", "no_match")
+        else:
+            assert result.route == graph_route, (scenario.id, scenario.user)

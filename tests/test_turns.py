@@ -23,7 +23,7 @@ def scripted_chat(*replies, respond=None) -> RoleClient:
 def test_an_offline_turn_runs_every_node_and_cites_its_source(fast_bot):
     bot = fast_bot()
     trace = bot.ask(bot.new_thread(), QUESTION)
-    assert trace.route == "answer" and trace.generator == "extractive"
+    assert trace.route == "answer" and trace.generator in ("extractive", "card")  # offline
     assert [n.node for n in trace.nodes] == ["screen_input", "identify_sources", "enhance_prompt",
                                              "generate", "critical_analysis", "respond"]
     assert "S11" in trace.citations and set(trace.citations) <= set(trace.prompt_sources)

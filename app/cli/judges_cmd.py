@@ -81,7 +81,7 @@ def eval_judges(
     from app.core.models import model_for
     from app.core.records import SourceText
     from app.kb import load_knowledge_base
-    from app.screen import screen_message
+    from app.screen import screen_message, screened_route
     from judges.evaluate import evaluate
     from judges.filter import CriticalAnalysisFilter
     from judges.local import Resources
@@ -106,8 +106,9 @@ def eval_judges(
         mode = "on" if chosen != [0] else "tier0"
 
         def screen(message: str, has_conversation: bool) -> str:
-            return screen_message(message, settings=settings, resources=resources, screener=screener,
-                                  llm_allowed=mode == "on", has_conversation=has_conversation).screen.route
+            return screened_route(screen_message(
+                message, settings=settings, resources=resources, screener=screener,
+                llm_allowed=mode == "on", has_conversation=has_conversation).screen)
 
         def review(ctx):
             return caf.review(ctx, turn=1, mode=mode).report

@@ -28,7 +28,8 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
     """Validate a knowledge base and print its table of contents."""
     from app.kb import load_knowledge_base
 
-    kb = load_knowledge_base(path or load_settings().knowledge_base)
+    settings = load_settings()
+    kb = load_knowledge_base(path or settings.knowledge_base)
     table = Table(title=f"Knowledge base {escape(str(kb.path))}", title_justify="left")
     for column, justify in (("id", "left"), ("title", "left"), ("words", "right"), ("keywords", "right"), ("review", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
@@ -40,9 +41,38 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
     words = sum(len(s.body.split()) for s in kb)
     if review:
         console.print(f"[yellow]{len(review)} drafted summaries to review:[/] {escape(', '.join(review))}")
-    if report_quarantined(kb):
+    if report_quarantined(kb) | report_unvetted_cards(kb, settings):
         raise typer.Exit(1)
-    console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words.")
+    console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words, {len(kb.cards)} answer cards.")
+
+
+def report_unvetted_cards(kb, settings: Settings) -> bool:
+    """Judge every answer card with the filter's local checks; print each failure; True if any."""
+    if not kb.cards:
+        return False
+    import hashlib
+
+    import judges
+    from app.core.embeddings import Embedder
+    from app.kb.vetting import vet_cards
+    from app.prompts import reply
+    from judges.filter import CriticalAnalysisFilter
+    from judges.local import Resources
+
+    package = Path(judges.__file__).parent
+    checks = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(package.rglob("*"))
+                                     if p.suffix in (".py", ".yaml", ".json", ".joblib"))).hexdigest()
+    with console.status(f"Checking {len(kb.cards)} answer cards with the filter's local checks…"):
+        resources = Resources.from_settings(settings, Embedder() if settings.local_embeddings else None)
+        caf = CriticalAnalysisFilter.from_settings(settings, resources, refiner=None)
+        problems = vet_cards(kb, caf, reply("verification_reminder"), checks_version=checks,
+                             cache=settings.data_dir / "vetted_cards.json")
+    for line in problems:
+        console.print(f"[red]card rejected[/] {escape(line)}", highlight=False)
+    if problems:
+        console.print("[red]Answer cards that fail the filter are never delivered[/]: keep each "
+                      "sentence close to the source it cites.", highlight=False)
+    return bool(problems)
 
 
 def report_quarantined(kb) -> bool:

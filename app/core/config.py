@@ -104,7 +104,7 @@ class Retrieval(Record):
     # uses. Tuned on scenarios/retrieval/questions.jsonl (general parameters only).
     lexical_weight: float = Field(0.5, ge=0.0)
     unknown_word_penalty: float = Field(0.6, ge=0.0)
-    confidence_midpoint: float = 0.27
+    confidence_midpoint: float = 0.28  # re-tuned when S34–S38 joined (not-covered accuracy 0.77 -> 0.81)
     confidence_temperature: float = Field(0.06, gt=0.0)
     clear_threshold: float = Field(0.7, ge=0.0, le=1.0)  # at or above: answer from the source
     none_threshold: float = Field(0.3, ge=0.0, le=1.0)  # below: not covered; between: "did you mean"
@@ -118,6 +118,15 @@ class Retrieval(Record):
     # read entirely in the light of the previous one.
     follow_up_min_terms: int = Field(2, ge=0)
     summaries_weight: float = Field(0.5, ge=0.0, le=1.0)  # LLM share of confidence when "both"
+    # Answer cards: a question this close (cosine) to one of a card's questions gets the card;
+    # closer than `card_fallback` makes it the fallback for a rejected LLM draft.
+    card_threshold: float = Field(0.8, ge=0.0, le=1.0)
+    card_fallback: float = Field(0.65, ge=0.0, le=1.0)
+    card_margin: float = Field(0.03, ge=0.0, le=1.0)  # over the next card, else it is ambiguous
+    # A message the screen reads as a request about the person's own case looks among the boundary
+    # cards only, and a topic match is enough there ("what dose should I take?" ~ "how much of my
+    # meds should I be taking").
+    boundary_card_threshold: float = Field(0.55, ge=0.0, le=1.0)
 
 
 class Prompting(Record):

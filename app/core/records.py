@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 Verdict = Literal["pass", "warn", "reject"]
 VERDICT_ORDER: dict[str, int] = {"pass": 0, "warn": 1, "reject": 2}
 CafMode = Literal["on", "off", "tier0"]  # per turn: the configured filter, none, or local checks only
-Route = Literal["answer", "crisis", "small_talk", "clarify", "no_match", "notice"]
-Generator = Literal["llm", "extractive", "fixed"]
+Route = Literal["answer", "boundary", "crisis", "small_talk", "clarify", "no_match", "notice"]
+Generator = Literal["llm", "extractive", "card", "fixed"]  # card: a vetted answer card
 
 
 class Record(BaseModel):
@@ -133,6 +133,7 @@ class InputScreen(Record):
     crisis_layer: str = ""  # what found the crisis: "language:xx", "pattern:<id>", "model", "llm"
     crisis_evidence: list[str] = Field(default_factory=list)
     small_talk_score: float = 0.0
+    personal_advice: bool = False  # asks for advice on the writer's own case: a boundary reply
     follow_up: bool = False  # leans on the conversation so far ("tell me more", "why?")
 
 
@@ -149,6 +150,7 @@ class TurnTrace(Record):
     turn: int = 0
     started_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
     user_message: str = ""
+    resolved_question: str = ""  # the message read with the conversation, when that changed it
     route: Route = "answer"
     notices: list[str] = Field(default_factory=list)
     identification: Identification | None = None
@@ -156,6 +158,7 @@ class TurnTrace(Record):
     dropped_sources: list[str] = Field(default_factory=list)
     warnings_in_prompt: list[str] = Field(default_factory=list)
     generator: Generator | None = None
+    card: str | None = None  # the vetted answer card the draft came from, if any
     draft: str | None = None
     answer: str = ""
     citations: list[str] = Field(default_factory=list)

@@ -23,8 +23,23 @@ Embed = Callable[[list[str]], np.ndarray]
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
+_NAME = re.compile(r"^(I|[A-Z][a-z]+(?:apine|idone|azole|pine|ine|ol)|NHS|GP)\b")
 # A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
 _DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A sentence of a source as the generator quotes it (a list joined to its lead-in), with the
+    section it sits in and its position, so its neighbours can be found."""
+
+    text: str
+    section: str
+    position: int
+
+    @property
+    def leans_back(self) -> bool:
+        return bool(_DANGLING.match(self.text))
 
 
 @dataclass(frozen=True)
@@ -35,37 +50,51 @@ class Picked:
     score: float
 
 
-def source_sentences(body: str) -> list[str]:
-    """A source's body as clean sentences: headings dropped, list markers and emphasis removed.
-    A list joins the sentence that introduces it ("Common early signs include: a; b; c."), since
-    its items mean little alone."""
-    sentences: list[str] = []
-    lead_in: str | None = None
-    items: list[str] = []
+def passages(body: str) -> list[Passage]:
+    """A source's body as clean, quotable sentences: headings dropped (each closes a list and
+    names the section), list markers and emphasis removed. A list joins the sentence that
+    introduces it, or its heading ("Tips for remembering: a; b; c."), since its items mean little
+    alone; an item keeps its first sentence, so the joined list stays one sentence."""
+    found: list[Passage] = []
+    section, lead_in, items = "", None, []
+
+    def add(text: str) -> None:
+        found.append(Passage(text, section, len(found)))
 
     def close_list() -> None:
         nonlocal lead_in, items
-        if lead_in and items:
-            sentences.append(f"{lead_in} {'; '.join(items)}.")
+        if items and (lead_in or section):
+            add(f"{lead_in or section + ':'} {'; '.join(items)}.")
         lead_in, items = None, []
 
     for line in body.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
+        if not line.strip():
             continue
-        is_item = bool(_MARKUP.match(line)) and not line.lstrip().startswith("#")
+        if line.lstrip().startswith("#"):
+            close_list()
+            section = line.lstrip("# ").strip()
+            continue
         clean = _EMPHASIS.sub("", _MARKUP.sub("", line)).strip()
-        if is_item and lead_in is not None:
-            items.append(clean.rstrip(".;"))
+        if _MARKUP.match(line):
+            first = (split_sentences(clean) or [clean])[0]
+            first = first.rstrip(".;:")
+            # Joined into a sentence, an item starts in lower case ("…: take your medicine; use…"),
+            # unless it starts with a name or an abbreviation ("CBT", "Clozapine").
+            items.append(first[0].lower() + first[1:] if first[1:2].islower() and not _NAME.match(first) else first)
             continue
         close_list()
         for sentence in split_sentences(clean):
             if sentence.endswith(":"):
                 lead_in = sentence  # its list follows
             # Fragments (a list item's tail, a lead-in with no list) are not answers.
-            elif len(sentence.split()) >= 5 and not sentence[0].islower():
-                sentences.append(sentence if sentence[-1] in ".!?" else sentence + ".")
+            elif len(sentence.split()) >= 3 and not sentence[0].islower():
+                add(sentence if sentence[-1] in ".!?" else sentence + ".")
     close_list()
-    return sentences
+    return found
+
+
+def source_sentences(body: str) -> list[str]:
+    return [p.text for p in passages(body)]
 
 
 def _lexical(question_words: set[str], sentence: str) -> float:
@@ -77,38 +106,49 @@ def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
     max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (),
 ) -> list[Picked]:
-    """The best sentences for the question's parts; every part gets its best sentence first.
-    Sentences found in `already_said` (earlier answers) are left for something new."""
+    """The best sentences for the question's parts, best first; every part gets its best sentence
+    first. Sources come best first and later ones must earn their place (a small handicap per
+    rank); a sentence that says what a chosen one already says is passed over; a sentence that
+    leans on the one before it ("They can…") brings that one along. Sentences found in
+    `already_said` (earlier answers) are left for something new."""
     said = " ".join(already_said)
     # A sentence a judge check flags (an instruction, a medicine change) is never quoted.
-    pool = [(doc.id, i, s) for doc in sources for i, s in enumerate(source_sentences(doc.text))
-            if flag_for(s) is None and s not in said]
+    pool = [(rank, doc.id, p) for rank, doc in enumerate(sources) for p in passages(doc.text)
+            if flag_for(p.text) is None and p.text not in said]
     if not pool:
         return []
-    # A joined list is scored by its introducing sentence: the items would dilute its meaning.
-    vectors = embed([s.split(": ", 1)[0] if "; " in s else s for _, _, s in pool])
+    # A joined list is scored by its lead-in: the items would dilute its meaning.
+    vectors = embed([p.text.split(": ", 1)[0] if "; " in p.text else p.text for _, _, p in pool])
     part_vectors = embed(list(questions))
-    chosen: dict[tuple[str, int], Picked] = {}
+    penalty = np.array([0.06 * rank + 0.15 * p.leans_back for rank, _, p in pool])
     scored_parts = []
     for part, part_vector in zip(questions, part_vectors, strict=True):
         words = set(_WORDS.findall(part.lower())) - STOPWORDS
-        scores = (vectors @ part_vector + 0.3 * np.array([_lexical(words, s) for _, _, s in pool])
-                  - 0.15 * np.array([bool(_DANGLING.match(s)) for _, _, s in pool]))
-        scored_parts.append(scores)
+        lexical = np.array([_lexical(words, p.text) for _, _, p in pool])
+        scored_parts.append(vectors @ part_vector + 0.3 * lexical - penalty)
     combined = np.max(np.vstack(scored_parts), axis=0)
+    floor = float(combined.max()) - 0.25  # far below the best answer: not worth quoting
+    index_of = {(sid, p.position): i for i, (_, sid, p) in enumerate(pool)}
+    chosen: dict[tuple[str, int], Picked] = {}
     counts: dict[str, int] = {}
 
-    def take(index: int) -> None:
-        source_id, position, text = pool[index]
-        if (source_id, position) in chosen or counts.get(source_id, 0) >= per_source:
+    def take(index: int, *, forced: bool = False) -> None:
+        _, source_id, passage = pool[index]
+        key = (source_id, passage.position)
+        if key in chosen or (not forced and counts.get(source_id, 0) >= per_source):
             return
+        if not forced and any(float(vectors[index] @ vectors[index_of[k]]) > 0.85 for k in chosen):
+            return  # says again what a chosen sentence says
+        if passage.leans_back and (before := index_of.get((source_id, passage.position - 1))) is not None \
+                and pool[before][2].section == passage.section:
+            take(before, forced=True)  # its antecedent first
         counts[source_id] = counts.get(source_id, 0) + 1
-        chosen[(source_id, position)] = Picked(source_id, position, text, float(combined[index]))
+        chosen[key] = Picked(source_id, passage.position, passage.text, float(combined[index]))
 
     for scores in scored_parts:  # one sentence per part first, so no part goes unanswered
         take(int(np.argmax(scores)))
     for index in np.argsort(-combined):
-        if len(chosen) >= max_sentences:
+        if len(chosen) >= max_sentences or combined[index] < floor:
             break
         take(int(index))
     return list(chosen.values())
@@ -118,16 +158,22 @@ def compose_extractive_answer(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed, max_sentences: int = 5,
     already_said: Sequence[str] = (),
 ) -> str:
-    """Readable order: sources in the order given (best first), sentences in their own order."""
+    """The sentence that answers best leads (after its antecedent, if it leans on one), then the
+    rest of its source, then the other sources in the order given; within a source, sentences
+    keep their own order."""
     picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences,
                             already_said=already_said)
     if not picked:
         return reply("verification_reminder")
-    rank = {doc.id: n for n, doc in enumerate(sources)}
-    picked.sort(key=lambda p: (rank[p.source_id], p.position))
+    best = max(picked, key=lambda p: p.score)
+    ahead = [p for p in picked if p.source_id == best.source_id and p.position == best.position - 1
+             and _DANGLING.match(best.text)]
+    order = [best.source_id, *(doc.id for doc in sources if doc.id != best.source_id)]
     paragraphs: list[str] = []
-    for doc in sources:
-        lines = [f"{p.text} [{p.source_id}]" for p in picked if p.source_id == doc.id]
-        if lines:
-            paragraphs.append(" ".join(lines))
+    for source_id in order:
+        group = sorted((p for p in picked if p.source_id == source_id), key=lambda p: p.position)
+        if source_id == best.source_id:
+            group = [*ahead, best, *(p for p in group if p is not best and p not in ahead)]
+        if group:
+            paragraphs.append(" ".join(f"{p.text} [{p.source_id}]" for p in group))
     return "\n\n".join([*paragraphs, reply("verification_reminder")])

@@ -20,12 +20,15 @@ from langgraph.runtime import Runtime
 
 from app.core.errors import ModelError
 from app.core.models import Deadline, call_text
-from app.core.records import Candidate, Identification, NodeRun, Turn, TurnTrace
+from app.core.records import Candidate, Identification, InputScreen, NodeRun, Route, Turn, TurnTrace
 from app.core.text import citations_in
 from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
+from app.kb.cards import AnswerCard
 from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, topics_list
+from app.retrieval.cards import CardMatch
+from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
 from app.small_talk import small_talk_reply
 from judges.schema import DraftContext
@@ -88,7 +91,7 @@ class AnswerNodes:
             screen.route = "answer"  # "2", "yes": the answer to our own "did you mean …?"
         trace.route = screen.route
         return {"turn": turn, "screen": screen, "trace": trace, "identification": None,
-                "draft": "", "answer": ""}
+                "card": None, "card_confident": False, "draft": "", "answer": ""}
 
     # -- sources -----------------------------------------------------------------------------
     @timed("identify_sources")
@@ -97,6 +100,7 @@ class AnswerNodes:
         text = screen.text
         chosen = _resolve_clarification(text, state.get("clarify_candidates") or [])
         previous = _last_user_message(state)
+        match = None
         if chosen is not None:
             identification = Identification(outcome="clear", candidates=[chosen],
                                             parts=[previous or text], latency_ms=0.0)
@@ -105,12 +109,24 @@ class AnswerNodes:
             identification = Identification(outcome="clear", candidates=last,
                                             parts=[previous or text], latency_ms=0.0)
         else:
-            recent = [m.content for m in state.get("messages", []) if isinstance(m, HumanMessage)][-2:]
-            identification = self.services.identifier.identify(text, recent=recent)
-        trace = state["trace"].model_copy(update={"identification": identification})
-        if identification.outcome != "clear":
-            trace.route = "clarify" if identification.outcome == "middling" else "no_match"
-        return {"identification": identification, "trace": trace}
+            earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
+            text = resolve_references(text, earlier)  # "is it safe with alcohol?" -> "is clozapine …"
+            identification = self.services.identifier.identify(text, recent=earlier[-2:])
+            match = self.services.cards.match(text, self.settings.retrieval,
+                                              own_case=screen.personal_advice)
+            if match is not None and match.confident:
+                identification = _with_card_sources(identification, match.card, self.services)
+        confident = match is not None and match.confident
+        trace = state["trace"].model_copy(update={
+            "identification": identification, "route": _route(identification, screen, match),
+            "resolved_question": text if text != screen.text else "",
+            "card": match.card.id if confident else None})
+        return {"identification": identification, "trace": trace,
+                "card": match.card.id if match else None, "card_confident": confident}
+
+    def _card(self, state: ChatState) -> AnswerCard | None:
+        wanted = state.get("card")
+        return next((c for c in self.services.cards.cards if c.id == wanted), None) if wanted else None
 
     def _last_answer_sources(self, state: ChatState) -> list[Candidate]:
         in_play = state.get("sources_in_play") or {}
@@ -124,6 +140,7 @@ class AnswerNodes:
         pending judge warnings; the recent conversation."""
         turn, prompting = state["turn"], self.settings.prompting
         chosen = [c.source_id for c in state["identification"].candidates]
+        required = set(card.sources) if (card := self._card(state)) else set(chosen[:1])
         recent = [sid for sid, last in sorted((state.get("sources_in_play") or {}).items(),
                                               key=lambda item: -item[1])
                   if last >= turn - prompting.keep_sources_for_turns and sid not in chosen]
@@ -131,7 +148,7 @@ class AnswerNodes:
         for sid in [*chosen, *recent]:
             doc = self.services.source_text(sid)
             cost = count_tokens_approximately([HumanMessage(doc.text)]) if doc else 0
-            if doc and (cost <= budget or not included):  # the best source always goes in
+            if doc and (cost <= budget or sid in required):  # the best source (or a card's) always goes in
                 included.append(doc)
                 budget -= cost
             else:
@@ -152,7 +169,11 @@ class AnswerNodes:
     @timed("generate")
     def generate(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(deep=True)
-        if self.services.chat is None:
+        card = self._card(state)
+        vetted = card is not None and state.get("card_confident")
+        if vetted and (self.services.chat is None or card.kind == "boundary"):
+            draft, trace.generator = card_draft(card, trace.route == "boundary"), "card"
+        elif self.services.chat is None:
             draft, trace.generator = self.extractive_answer(state), "extractive"
         else:
             try:
@@ -186,7 +207,11 @@ class AnswerNodes:
         # A follow-up gets what was not said yet.
         said = [str(m.content) for m in state.get("messages", []) if isinstance(m, AIMessage)] \
             if state["screen"].follow_up else []
-        return compose_extractive_answer(parts, docs, self.services.embed, already_said=said)
+        answer = compose_extractive_answer(parts, docs, self.services.embed, already_said=said)
+        if state["trace"].route == "boundary":  # what the bot cannot do, the facts, who to ask
+            body = answer.removesuffix(reply("verification_reminder")).strip()
+            answer = "\n\n".join(p for p in (reply("boundary_opening"), body, reply("boundary_who_to_ask")) if p)
+        return answer
 
     @timed("critical_analysis")
     def critical_analysis(self, state: ChatState, context: TurnContext) -> dict:
@@ -200,7 +225,9 @@ class AnswerNodes:
                 trace.errors.append(f"draft cited sources it was not given: {trace.invalid_citations}")
                 return {"answer": self.extractive_answer(state), "trace": trace}
             return {"answer": state["draft"], "trace": trace}
-        fallback = self.extractive_answer(state) if trace.generator == "llm" else None
+        card = self._card(state)
+        fallback = ((card_draft(card) if card else self.extractive_answer(state))
+                    if trace.generator == "llm" else None)
         deadline = self.deadline(trace)
         outcome = self.services.caf.review(draft_context(state, self.services), turn=state["turn"],
                                            mode=context.caf, fallback=fallback, deadline=deadline)
@@ -268,6 +295,33 @@ class AnswerNodes:
                 in_play[sid] = turn
         update["sources_in_play"] = in_play
         return update
+
+
+def _route(identification: Identification, screen: InputScreen, match: CardMatch | None) -> Route:
+    """After identification: "did you mean", not covered, a boundary reply to a request about
+    the person's own case (the screen's reading, or a matching boundary card), or an answer."""
+    if identification.outcome != "clear":
+        return "clarify" if identification.outcome == "middling" else "no_match"
+    own_case = screen.personal_advice and not screen.follow_up
+    if own_case or (match is not None and match.confident and match.card.kind == "boundary"):
+        return "boundary"
+    return "answer"
+
+
+def card_draft(card: AnswerCard, boundary: bool = False) -> str:
+    """A card as the draft. On the boundary route a general card is framed as one: what the bot
+    cannot do first, who to ask last."""
+    if boundary and card.kind == "answer":
+        return "\n\n".join([reply("boundary_opening"), card.body, reply("boundary_who_to_ask")])
+    return card.draft(reply("verification_reminder"))
+
+
+def _with_card_sources(found: Identification, card: AnswerCard, services: Services) -> Identification:
+    """The card's sources first (it cites them), then what retrieval found clear."""
+    titles = {sid: doc.title for sid in card.sources if (doc := services.source_text(sid))}
+    first = [Candidate(source_id=sid, title=title, confidence=1.0) for sid, title in titles.items()]
+    rest = [c for c in found.candidates if c.source_id not in titles] if found.outcome == "clear" else []
+    return found.model_copy(update={"outcome": "clear", "candidates": [*first, *rest]})
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -13,6 +13,7 @@ from app.core.config import Settings
 from app.core.models import RoleClient, model_for
 from app.core.records import CafMode, Identification, SourceText
 from app.kb.loader import KnowledgeBase
+from app.retrieval.cards import CardMatcher
 from judges.filter import CriticalAnalysisFilter
 from judges.local import Resources
 
@@ -33,6 +34,11 @@ class Services:
     caf: CriticalAnalysisFilter
     chat: RoleClient | None = None
     crisis_screener: RoleClient | None = None  # the LLM's second look at uncertain user messages
+    cards: CardMatcher | None = None  # vetted answer cards; built from the knowledge base if None
+
+    def __post_init__(self) -> None:
+        if self.cards is None:
+            self.cards = CardMatcher(getattr(self.identifier.knowledge_base, "cards", []), self.embed)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, show_progress: bool = False, **overrides: Any) -> Services:

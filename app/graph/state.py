@@ -39,6 +39,8 @@ class ChatState(TypedDict, total=False):
     turn: int
     screen: InputScreen
     identification: Identification | None
+    card: str | None  # the vetted answer card this turn's question matched (its id)
+    card_confident: bool  # delivered as the draft; otherwise only the fallback for an LLM draft
     sources_in_play: dict[str, int]  # source id -> the last turn that used it
     prompt: list[AnyMessage]  # this turn's enhanced prompt for the chat model
     prompt_source_ids: list[str]

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import frontmatter
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app.core.errors import KnowledgeBaseError
+from app.kb.cards import CARDS_FOLDER, AnswerCard, CardMeta
 from app.kb.schema import Source, SourceMeta
 from judges.source_audit import SourceFlag, audit
 
@@ -45,8 +46,10 @@ class KnowledgeBase:
     """The validated, trusted sources of one folder, by id; iterates in id order. Quarantined
     sources are listed apart and are never served."""
 
-    def __init__(self, path: Path, sources: list[Source], quarantined: list[Quarantined] | None = None):
+    def __init__(self, path: Path, sources: list[Source], quarantined: list[Quarantined] | None = None,
+                 cards: list[AnswerCard] | None = None):
         self.path = path
+        self.cards = sorted(cards or [], key=lambda c: natural_key(c.id))
         self.sources: dict[str, Source] = {
             s.id: s for s in sorted(sources, key=lambda s: natural_key(s.id))
         }
@@ -90,37 +93,44 @@ def _field_name(loc: tuple) -> str:
     return name or "(front matter)"
 
 
-def parse_source(file: Path) -> tuple[Source | None, list[str]]:
-    """One file: the source, or the list of its problems (each naming the file and field)."""
+def read_front_matter(file: Path, schema: type[BaseModel]) -> tuple[BaseModel | None, str, list[str]]:
+    """One Markdown file with YAML front matter: (front matter validated by `schema`, body,
+    problems), each problem naming the file and the field."""
     where = display_path(file)
     try:
         post = frontmatter.loads(file.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        return None, [f"{where}: the file is not UTF-8 text"]
+        return None, "", [f"{where}: the file is not UTF-8 text"]
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        return None, [f"{where}: front matter: invalid YAML{line}: {problem}"]
+        return None, "", [f"{where}: front matter: invalid YAML{line}: {problem}"]
     except Exception as error:  # python-frontmatter raises plain errors for odd headers
-        return None, [f"{where}: front matter: cannot be read ({type(error).__name__}: {error})"]
+        return None, "", [f"{where}: front matter: cannot be read ({type(error).__name__}: {error})"]
     if not post.metadata:
-        return None, [f"{where}: front matter: missing (start the file with a '---' block "
-                      "holding id, title and summary)"]
+        return None, "", [f"{where}: front matter: missing (start the file with a '---' block "
+                          "holding id, title and the other fields)"]
     problems = []
     try:
-        meta = SourceMeta.model_validate(post.metadata)
+        meta = schema.model_validate(post.metadata)
     except ValidationError as error:
         meta = None
         for e in error.errors():
             message = e["msg"]
             if e["type"] == "extra_forbidden":
-                message = "unknown field (allowed: " + ", ".join(SourceMeta.model_fields) + ")"
+                message = "unknown field (allowed: " + ", ".join(schema.model_fields) + ")"
             problems.append(f"{where}: field '{_field_name(e['loc'])}': {message}")
     body = post.content.strip()
     if not body:
-        problems.append(f"{where}: body: empty (write the source's text below the front matter)")
-    if meta is None or problems:
+        problems.append(f"{where}: body: empty (write the text below the front matter)")
+    return (None if problems else meta), body, problems
+
+
+def parse_source(file: Path) -> tuple[Source | None, list[str]]:
+    """One source file: the source, or the list of its problems."""
+    meta, body, problems = read_front_matter(file, SourceMeta)
+    if meta is None:
         return None, problems
     return Source(**meta.model_dump(), body=body, path=file), []
 
@@ -162,7 +172,36 @@ def load_knowledge_base(path: Path | str) -> KnowledgeBase:
             quarantined.append(Quarantined(source, flags))
         else:
             trusted.append(source)
-    return KnowledgeBase(path, trusted, quarantined)
+    cards, problems = load_cards(path / CARDS_FOLDER, {s.id for s in trusted})
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        raise KnowledgeBaseError(
+            f"The answer cards in {path / CARDS_FOLDER} have {count}:\n  " + "\n  ".join(problems))
+    return KnowledgeBase(path, trusted, quarantined, cards)
+
+
+def load_cards(folder: Path, source_ids: set[str]) -> tuple[list[AnswerCard], list[str]]:
+    """The answer cards in `folder` (none if it does not exist), or every problem: a card must
+    cite only trusted sources of this knowledge base, and cite every sentence."""
+    cards, problems, seen = [], [], set()
+    for file in source_files(folder) if folder.is_dir() else []:
+        meta, body, found = read_front_matter(file, CardMeta)
+        problems.extend(found)
+        if meta is None:
+            continue
+        card = AnswerCard(**meta.model_dump(), body=body, path=file)
+        where = display_path(file)
+        if card.id in seen:
+            problems.append(f"{where}: field 'id': duplicate card id '{card.id}'")
+        seen.add(card.id)
+        if unknown := [c for c in card.sources if c not in source_ids]:
+            problems.append(f"{where}: cites {', '.join(unknown)}, not a trusted source here")
+        if not card.sources:
+            problems.append(f"{where}: cites no source")
+        if uncited := card.uncited_sentences():
+            problems.append(f"{where}: a sentence has no citation: {uncited[0][:80]!r}")
+        cards.append(card)
+    return cards, problems
 
 
 def unapproved_flags(source: Source) -> list[SourceFlag]:

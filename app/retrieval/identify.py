@@ -25,6 +25,7 @@ from app.kb.loader import KnowledgeBase
 from app.retrieval.fusion import by_source, ranked, rrf
 from app.retrieval.index import ChunkIndex
 from app.retrieval.parts import split_parts
+from app.retrieval.references import refers_back
 from app.retrieval.summaries import SummaryChooser
 
 Scored = list[tuple[str, float]]  # (source id, confidence), best first
@@ -62,7 +63,10 @@ class SourceIdentifier:
         if llm is not None and r.strategy == "summaries":
             scored = [ranked(llm)]
         else:
-            follow_up = bool(recent) and len(parts) == 1 and len(question.split()) <= r.follow_up_max_words
+            # A short message, or one that refers back ("is that normal for someone his age…"),
+            # is read with the previous one too.
+            follow_up = bool(recent) and len(parts) == 1 and (
+                len(question.split()) <= r.follow_up_max_words or refers_back(question))
             texts = [*parts, f"{recent[-1]} {parts[0]}"] if follow_up and recent else parts
             scored = self.score(texts)
             if follow_up:

@@ -55,6 +55,7 @@ class Assessment:
     layer: str = ""  # "language:xx", "pattern:<id>", "model" or ""
     evidence: list[str] = field(default_factory=list)
     small_talk: float = 0.0
+    personal_advice: bool = False  # asks for advice on the writer's own case (learned layer)
     clearable: bool = False  # a learned-only flag below its confident line: an LLM may clear it
     uncertain: bool = False  # no crisis, but close enough that an LLM should take a second look
 
@@ -117,6 +118,7 @@ def assess(text: str, res: Resources) -> Assessment:
         return Assessment(True, reading.crisis, "model", split_sentences(text) or [text],
                           small_talk=reading.small_talk, clearable=reading.crisis < reading.confident)
     return Assessment(False, reading.crisis, small_talk=reading.small_talk,
+                      personal_advice=reading.personal >= reading.personal_threshold,
                       uncertain=reading.crisis >= reading.second_look)
 
 

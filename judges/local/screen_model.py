@@ -1,5 +1,5 @@
 """The learned layer of the input screen: one classifier that reads an English user message and
-says how likely it is a crisis and how likely small talk.
+says how likely it is a crisis, small talk, or a request for advice on the writer's own case.
 
 Trained by `cafbot judges train` on the train split of scenarios/screen (deliberately diverse:
 crisis of every kind, small talk, idioms, everyday complaints, health and carer questions) plus
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from judges.scenarios import Scenario
 
 NAME = "input_screen"
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3  # 3: a personal-advice probability (the boundary classes) and its threshold
 TRAIN_DIRS = (REPO_ROOT / "scenarios" / "screen" / "train", REPO_ROOT / "scenarios" / "judges" / "train")
 SETTINGS = {"c": 10.0, "dev_share": 0.25, "recall_target": 0.95, "seed": 0}
 
@@ -47,6 +47,8 @@ class Reading:
     threshold: float  # crisis from here up
     confident: float  # a crisis this likely is never cleared by an LLM's second look
     second_look: float  # below the threshold but this likely: worth an LLM's second look
+    personal: float = 0.0  # probability it asks for advice on the writer's own case
+    personal_threshold: float = 1.0  # a personal-advice request from here up
 
     @property
     def is_crisis(self) -> bool:
@@ -105,14 +107,16 @@ def _fit(vectoriser: FeatureUnion, texts: list[str], labels: list[str],
     return {"vectoriser": vectoriser, "classifier": classifier}
 
 
-def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """(crisis, small talk) probability per text."""
+def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(crisis, small talk, personal advice) probability per text."""
     classifier: LogisticRegression = variant["classifier"]
     p = classifier.predict_proba(_features(variant["vectoriser"], texts, embedded))
     classes = [str(c) for c in classifier.classes_]
     crisis = p[:, [i for i, c in enumerate(classes) if c.startswith("crisis:")]].sum(axis=1)
     small = p[:, [i for i, c in enumerate(classes) if c.startswith("small_talk:")]].sum(axis=1)
-    return crisis, small
+    personal = p[:, [i for i, c in enumerate(classes) if c.startswith("boundary:")]].sum(axis=1)
+    return crisis, small, personal
 
 
 def _threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray) -> float:
@@ -124,8 +128,21 @@ def _threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray
     return 0.05
 
 
+def _personal_threshold(personal: np.ndarray, is_personal: np.ndarray) -> float:
+    """The threshold with the best F1 for personal-advice requests on the dev split."""
+    best, best_f1 = 0.5, -1.0
+    for t in np.round(np.arange(0.2, 0.91, 0.05), 2):
+        flagged = personal >= t
+        tp = float((flagged & is_personal).sum())
+        f1 = 2 * tp / (flagged.sum() + is_personal.sum()) if (flagged.sum() + is_personal.sum()) else 0.0
+        if f1 > best_f1:
+            best, best_f1 = float(t), f1
+    return best
+
+
 def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pattern: np.ndarray,
-                 dev: list[tuple[str, str, Scenario]]) -> dict[str, Any]:
+                 dev: list[tuple[str, str, Scenario]], personal: np.ndarray,
+                 personal_threshold: float) -> dict[str, Any]:
     flagged = by_pattern | (crisis >= threshold)
     truth = np.array([s.expected == "crisis" for _, _, s in dev])
     per_category: dict[str, dict[str, float]] = {}
@@ -139,12 +156,16 @@ def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pat
         per_category[category] = figures
     small_truth = np.array([s.route == "small_talk" for _, _, s in dev])
     routed_small = (small >= 0.5) & ~flagged
+    personal_truth = np.array([s.route == "boundary" for _, _, s in dev])
+    routed_personal = (personal >= personal_threshold) & ~flagged
     return {
         "crisis_recall": round(float(flagged[truth].mean()), 3),
         "false_crisis_rate": round(float(flagged[~truth].mean()), 3),
         "model_alone_recall": round(float((crisis >= threshold)[truth].mean()), 3),
         "small_talk_recall": round(float(routed_small[small_truth].mean()), 3) if small_truth.any() else None,
         "small_talk_precision": round(float(small_truth[routed_small].mean()), 3) if routed_small.any() else None,
+        "personal_advice_recall": round(float(routed_personal[personal_truth].mean()), 3) if personal_truth.any() else None,
+        "personal_advice_precision": round(float(personal_truth[routed_personal].mean()), 3) if routed_personal.any() else None,
         "per_category": per_category,
     }
 
@@ -174,14 +195,18 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
         x_train = encoder(train_texts) if encoder else None
         x_dev = encoder(dev_texts) if encoder else None
         fitted = _fit(vectoriser, train_texts, train_labels, x_train)
-        crisis, small = _probabilities(fitted, dev_texts, x_dev)
+        crisis, small, personal = _probabilities(fitted, dev_texts, x_dev)
         threshold = _threshold(crisis, truth, by_pattern)
         fitted["threshold"] = threshold
+        fitted["personal_threshold"] = _personal_threshold(
+            personal, np.array([s.route == "boundary" for _, _, s in dev_rows]))
         fitted["confident"] = round(threshold + (1 - threshold) / 2, 3)
         fitted["second_look"] = round(threshold / 2, 3)
         bundle[variant] = fitted
         thresholds[f"{variant}.crisis"] = threshold
-        card_metrics[variant] = _dev_metrics(crisis, small, threshold, by_pattern, dev_rows)
+        thresholds[f"{variant}.personal_advice"] = fitted["personal_threshold"]
+        card_metrics[variant] = _dev_metrics(crisis, small, threshold, by_pattern, dev_rows,
+                                             personal, fitted["personal_threshold"])
     card = artefacts.ModelCard(
         name=NAME, feature_version=FEATURE_VERSION, data_hash=current_hash() or "",
         data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
@@ -222,7 +247,8 @@ class ScreenModel:
         vectors = self.res.encode([normalised]) if embedded else None
         if embedded and vectors is None:  # the embedder broke since: the lexical variant decides
             variant = self.bundle["lexical"]
-        crisis, small = _probabilities(variant, [normalised], vectors)
+        crisis, small, personal = _probabilities(variant, [normalised], vectors)
         return Reading(crisis=round(float(crisis[0]), 4), small_talk=round(float(small[0]), 4),
                        threshold=variant["threshold"], confident=variant["confident"],
-                       second_look=variant["second_look"])
+                       second_look=variant["second_look"], personal=round(float(personal[0]), 4),
+                       personal_threshold=variant["personal_threshold"])

@@ -1,0 +1,49 @@
+"""Vetted answer cards: short, plain answers to the commonest questions, every sentence cited.
+
+A card lives in the knowledge base's `answers/` folder as Markdown with front matter. When a user's
+question confidently matches one of its `questions`, the card is the draft (still checked by the
+filter, like any draft). A `boundary` card answers a request about the person's own case: one
+uncited opening sentence on what the bot cannot do, then the general safety facts and who to ask.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.core.text import citations_in, split_sentences
+from app.kb.schema import ID_PATTERN
+
+CARDS_FOLDER = "answers"
+
+
+class CardMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    id: str = Field(pattern=ID_PATTERN)
+    title: str = Field(min_length=1)
+    questions: list[str] = Field(min_length=1)  # how people ask it; what a question is matched to
+    kind: Literal["answer", "boundary"] = "answer"
+
+
+class AnswerCard(CardMeta):
+    body: str = Field(min_length=1)
+    path: Path | None = None
+
+    @property
+    def sources(self) -> list[str]:
+        return list(dict.fromkeys(citations_in(self.body)))
+
+    def draft(self, reminder: str) -> str:
+        """The card as a draft: a general answer ends, like every answer, with `reminder` (check
+        with the care team); a boundary card already says who to ask."""
+        return self.body if self.kind == "boundary" else f"{self.body}\n\n{reminder}"
+
+    def uncited_sentences(self) -> list[str]:
+        """Sentences without a citation; a boundary card's opening sentence is allowed one."""
+        sentences = split_sentences(self.body)
+        if self.kind == "boundary":
+            sentences = sentences[1:]
+        return [s for s in sentences if not citations_in(s)]

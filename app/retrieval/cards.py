@@ -1,0 +1,69 @@
+"""Matching a question to a vetted answer card: the nearest of the cards' own phrasings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.core.config import Retrieval
+from app.kb.cards import AnswerCard
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class CardMatch:
+    card: AnswerCard
+    similarity: float
+    phrasing: str  # the card question it matched
+    confident: bool  # deliver it; otherwise only a fallback for a rejected LLM draft
+
+
+class CardMatcher:
+    def __init__(self, cards: Sequence[AnswerCard], embed: Embed):
+        self.cards = list(cards)
+        self._embed = embed
+        self._owners = [card for card in self.cards for _ in card.questions]
+        self._phrasings = [q for card in self.cards for q in card.questions]
+        self._vectors: np.ndarray | None = None
+
+    def _matrix(self) -> np.ndarray:
+        if self._vectors is None:  # on first use: building services stays cheap
+            self._vectors = self._embed(self._phrasings)
+        return self._vectors
+
+    def match(self, question: str, settings: Retrieval, *, own_case: bool = False) -> CardMatch | None:
+        """The closest card if it is close enough and clearly closer than any other card. For a
+        request about the person's own case (`own_case`), the closest boundary card, unless a general
+        card is much closer."""
+        general = self._closest(question, settings)
+        boundary = self._closest(question, settings, boundary_only=True) if own_case else None
+        if boundary is None:
+            return general
+        if general is not None and general.confident and general.similarity > boundary.similarity + 0.1:
+            return general  # a much closer general card: its topic, framed as a boundary reply
+        return boundary
+
+    def _closest(self, question: str, settings: Retrieval, *, boundary_only: bool = False) -> CardMatch | None:
+        if not self.cards or not question.strip():
+            return None
+        similarities = self._matrix() @ self._embed([question])[0]
+        best: dict[str, tuple[float, int]] = {}
+        for index, similarity in enumerate(similarities):
+            if boundary_only and self._owners[index].kind != "boundary":
+                continue
+            owner = self._owners[index].id
+            if similarity > best.get(owner, (-1.0, 0))[0]:
+                best[owner] = (float(similarity), index)
+        if not best:
+            return None
+        ranking = sorted(best.values(), reverse=True)
+        similarity, index = ranking[0]
+        runner_up = ranking[1][0] if len(ranking) > 1 else -1.0
+        confident_from = settings.boundary_card_threshold if boundary_only else settings.card_threshold
+        if similarity < min(settings.card_fallback, confident_from) or similarity - runner_up < settings.card_margin:
+            return None
+        return CardMatch(self._owners[index], similarity, self._phrasings[index],
+                         confident=similarity >= confident_from)

@@ -1,0 +1,55 @@
+"""Reading a message with the conversation: "is it safe with alcohol?" after a question about
+clozapine asks about clozapine; "and the other one?" asks about the medicine named before it.
+
+Offline and rule-based on purpose: medicine names are recognised by their international
+non-proprietary name stems (-apine, -idone, …), so names the knowledge base never mentions are
+recognised too, and a reference is resolved only to a medicine the user named earlier.
+"""
+
+from __future__ import annotations
+
+import re
+
+MEDICINE = re.compile(
+    r"\b[a-z]+(?:apine|idone|azole|pride|peridol|azine|thixol|ixol|pirone|piprazole|rone)\b",
+    re.IGNORECASE)
+_NOUN = r"(?:one|medicine|medication|med|drug|tablet|pill|injection)"
+_OTHER = re.compile(rf"\bthe other(?: {_NOUN}s?)?\b", re.IGNORECASE)
+_THAT = re.compile(rf"\b(?:that|this|the same) {_NOUN}\b", re.IGNORECASE)
+# "it" that stands for something said before; not the "it" of "is it normal to…", "it seems
+# that…", nor the situational "it" of "is it my fault?", "is it a relapse?".
+_IT = re.compile(r"\bit\b(?!\s+(?:\w+\s+){0,2}(?:to|that|if|when|whether)\b)"
+                 r"(?!\s+(?:my|your|his|her|our|their|a|an|the|me|just|all|really)\b)", re.IGNORECASE)
+_BACK = re.compile(r"\b(?:it|that|this|they|them|those|these|the other|same)\b", re.IGNORECASE)
+
+
+def named_medicines(messages: list[str]) -> list[str]:
+    """Medicines named in `messages`, each once, most recently named last."""
+    order: dict[str, None] = {}
+    for message in messages:
+        for match in MEDICINE.finditer(message):
+            name = match.group(0).lower()
+            order.pop(name, None)
+            order[name] = None
+    return list(order)
+
+
+def refers_back(text: str) -> bool:
+    """The message leans on something said before ("is that normal?", "what about them?")."""
+    return bool(_BACK.search(text))
+
+
+def resolve(text: str, earlier: list[str]) -> str:
+    """`text` with a reference to an earlier-named medicine replaced by its name; unchanged when
+    it names a medicine itself, refers to none, or nothing earlier fits."""
+    if MEDICINE.search(text):
+        return text
+    named = named_medicines(earlier[-3:])  # a reference reaches back a few turns, not the whole chat
+    if not named:
+        return text
+    if (match := _OTHER.search(text)) and len(named) >= 2:
+        return text[:match.start()] + named[-2] + text[match.end():]
+    for pattern in (_THAT, _IT):
+        if match := pattern.search(text):
+            return text[:match.start()] + named[-1] + text[match.end():]
+    return text

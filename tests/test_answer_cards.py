@@ -1,0 +1,67 @@
+"""Vetted answer cards: validated on load, judged by the filter in `kb check`, matched to questions."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.core.errors import KnowledgeBaseError
+from app.kb import load_knowledge_base
+
+ROOT = Path(__file__).resolve().parents[1]
+CARD = """---
+id: Z01
+title: Clozapine blood tests
+questions:
+  - "Why are there blood tests on clozapine?"
+kind: answer
+---
+{body}
+"""
+
+
+def kb_with_card(tmp_path: Path, body: str) -> Path:
+    kb = tmp_path / "kb"
+    kb.mkdir(parents=True)
+    shutil.copy(ROOT / "knowledge_base" / "S11-clozapine.md", kb)
+    (kb / "answers").mkdir()
+    (kb / "answers" / "Z01-blood-tests.md").write_text(CARD.format(body=body), encoding="utf-8")
+    return kb
+
+
+def test_the_shipped_cards_load_and_cite_only_trusted_sources(knowledge_base):
+    assert len(knowledge_base.cards) >= 30
+    assert {c.kind for c in knowledge_base.cards} == {"answer", "boundary"}
+    for card in knowledge_base.cards:
+        assert card.sources and all(s in knowledge_base for s in card.sources), card.id
+        assert not card.uncited_sentences(), card.id
+
+
+@pytest.mark.parametrize(("body", "problem"), [
+    ("Clozapine needs blood tests. [S99]", "cites S99, not a trusted source"),
+    ("Clozapine needs regular blood tests. [S11] It is the best medicine for everyone.",
+     "a sentence has no citation"),
+])
+def test_a_broken_card_stops_loading_naming_file_and_problem(tmp_path, body, problem):
+    with pytest.raises(KnowledgeBaseError, match=rf"Z01-blood-tests.md: {problem}"):
+        load_knowledge_base(kb_with_card(tmp_path, body))
+
+
+@pytest.mark.slow
+def test_kb_check_runs_every_card_through_the_filter_and_fails_on_a_rejected_one(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from app.cli.main import cli
+
+    monkeypatch.setenv("CAFBOT_DATA_DIR", str(tmp_path / "data"))
+    good = ("In a small number of people, clozapine lowers the number of white blood cells, which "
+            "fight infection, so people on clozapine have regular blood tests. [S11]")
+    passed = CliRunner().invoke(cli, ["kb", "check", str(kb_with_card(tmp_path / "a", good))])
+    assert passed.exit_code == 0, passed.output
+    assert "1 answer cards" in passed.output
+    unsafe = "You can stop clozapine whenever you feel well and double the dose if you forget. [S11]"
+    failed = CliRunner().invoke(cli, ["kb", "check", str(kb_with_card(tmp_path / "b", unsafe))])
+    assert failed.exit_code == 1
+    assert "card rejected" in failed.output and "Z01-blood-tests.md" in failed.output

@@ -1,0 +1,39 @@
+"""Reading a message with the conversation: references to an earlier-named medicine."""
+
+import pytest
+
+from app.retrieval.references import named_medicines, refers_back, resolve
+
+
+@pytest.mark.parametrize(("message", "earlier", "resolved"), [
+    ("is it safe with alcohol?", ["What is clozapine?"], "is clozapine safe with alcohol?"),
+    ("can I take it with food", ["I started quetiapine last week"], "can I take quetiapine with food"),
+    ("does that medicine cause weight gain?", ["tell me about aripiprazole"],
+     "does aripiprazole cause weight gain?"),
+    ("and the other one?", ["is olanzapine worse than risperidone for weight?"], "and olanzapine?"),
+    # a lurasidone the knowledge base never names is still a medicine
+    ("how long does it stay in the body", ["my doctor suggested lurasidone"],
+     "how long does lurasidone stay in the body"),
+])
+def test_a_reference_becomes_the_medicine_named_before(message, earlier, resolved):
+    assert resolve(message, earlier) == resolved
+
+
+@pytest.mark.parametrize(("message", "earlier"), [
+    ("is it my fault?", ["What is clozapine?"]),  # situational "it"
+    ("is it normal to feel tired all day?", ["I take risperidone"]),  # dummy "it"
+    ("is olanzapine safe with it?", ["what is clozapine"]),  # names its own medicine
+    ("is it safe with alcohol?", ["what are negative symptoms?"]),  # nothing named to refer to
+    ("is it safe with alcohol?", ["what is clozapine", "hi", "thanks", "what about sleep?"]),  # too far back
+])
+def test_no_reference_is_invented(message, earlier):
+    assert resolve(message, earlier) == message
+
+
+def test_medicines_are_listed_once_most_recent_last():
+    assert named_medicines(["clozapine or olanzapine?", "and Clozapine again"]) == ["olanzapine", "clozapine"]
+
+
+def test_refers_back():
+    assert refers_back("is that normal for someone who has been unwell for a long time?")
+    assert not refers_back("what are the early warning signs of relapse?")
