@@ -43,6 +43,8 @@ eval: $(VENV)/.installed-runtime
 	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json .cafbot/judges_test.json
 	$(BIN)/cafbot judges eval scenarios/judges/holdout --tiers 0 --json .cafbot/judges_holdout.json
 	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json .cafbot/screen_holdout.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev.jsonl --json .cafbot/answers_dev.json
+	$(BIN)/cafbot eval answers scenarios/answers/holdout.jsonl --json .cafbot/answers_holdout.json
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/bench_retrieval.py
