@@ -196,13 +196,17 @@ class AnswerNodes:
     def extractive_answer(self, state: ChatState) -> str:
         identification = state["identification"]
         parts = identification.parts or [state["screen"].text]
-        # The best source for each part of the question (candidates come best first).
+        if state["trace"].resolved_question:  # the message's own words carry what is new in it
+            parts = [*parts, state["screen"].text]
+        # The best source for each part of the question first (candidates come best first).
         chosen: list[str] = []
         for part in parts:
             best = next((c.source_id for c in identification.candidates if c.part in (part, None)), None)
             if best and best not in chosen:
                 chosen.append(best)
-        usable = [sid for sid in chosen if sid in state["prompt_source_ids"]] or state["prompt_source_ids"][:1]
+        # Then the other sources given, up to three in all: later ones must earn their sentences.
+        given = state["prompt_source_ids"]
+        usable = list(dict.fromkeys([*(sid for sid in chosen if sid in given), *given]))[:3]
         docs = [d for sid in usable if (d := self.services.source_text(sid))]
         # A follow-up gets what was not said yet.
         said = [str(m.content) for m in state.get("messages", []) if isinstance(m, AIMessage)] \
