@@ -33,10 +33,10 @@ def test_faults_everywhere_and_concurrent_writers_deliver_nothing_unchecked_and_
         tmp_path, knowledge_base):
     bot, faults = soak_bot(tmp_path, knowledge_base, seed=3)
     with bot:
-        report = soak(bot, faults, turns=90, writers=4, conversations=2, seed=3, max_seconds=240,
+        report = soak(bot, faults, turns=120, writers=4, conversations=2, seed=3, max_seconds=240,
                       questions=questions_from_scenarios())
     assert report.errors == 0, report.problems
-    assert report.turns_answered == report.turns_asked == 90 - report.busy and report.busy == 0
+    assert report.turns_answered == report.turns_asked == 120 - report.busy and report.busy == 0
     assert report.delivered_unchecked == 0 and report.lost_turns == 0, report.problems
     faulted = {key.split(":")[0] for key, n in faults.injected.items() if n and not key.endswith(
         (":good", ":honest", ":rewrite"))}
