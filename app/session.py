@@ -17,7 +17,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -205,14 +205,16 @@ class Chatbot:
                                          label=label, metadata=metadata)
         return thread_id
 
-    def ask(self, thread_id: str, text: str, *, caf: CafMode | None = None) -> TurnTrace:
+    def ask(self, thread_id: str, text: str, *, caf: CafMode | None = None,
+            on_step: Callable[[str], None] | None = None) -> TurnTrace:
         """One turn. `caf` chooses the filter for this turn (on, off, tier0; default: the
-        configuration's). Returns the turn's trace; `trace.answer` is what the user sees."""
+        configuration's). `on_step` is told each step's name as it finishes (the app shows them).
+        Returns the turn's trace; `trace.answer` is what the user sees."""
         mode = caf or self.services.default_caf_mode
         with one_writer(self.conversations.lock_dir, thread_id, self.settings.turn_lock_timeout_s):
-            return self._ask(thread_id, text, mode)
+            return self._ask(thread_id, text, mode, on_step or (lambda _step: None))
 
-    def _ask(self, thread_id: str, text: str, mode: CafMode) -> TurnTrace:
+    def _ask(self, thread_id: str, text: str, mode: CafMode, on_step: Callable[[str], None]) -> TurnTrace:
         self.turn_log.start_conversation(thread_id, caf_mode=mode)
         recorded = self.turn_log.conversation(thread_id).turns  # counted in SQL, no trace parsed
         if recorded and not self.state(thread_id):
@@ -223,8 +225,15 @@ class Chatbot:
         try:
             # One checkpoint per turn, written when the turn ends: a turn that fails midway leaves
             # the conversation exactly as it was, and a turn costs one write instead of one per node.
-            result = self.graph.invoke({"user_input": text}, _config(thread_id), durability="exit",
-                                       context=TurnContext(caf=mode))
+            result: dict[str, Any] = {}
+            for kind, chunk in self.graph.stream({"user_input": text}, _config(thread_id), durability="exit",
+                                                 context=TurnContext(caf=mode),
+                                                 stream_mode=["updates", "values"]):
+                if kind == "values":
+                    result = chunk
+                else:
+                    for step in chunk:
+                        on_step(step)
         except CafbotError:
             raise
         except Exception as error:  # a bug or an unexpected failure: report it, keep the thread

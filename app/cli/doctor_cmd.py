@@ -7,8 +7,6 @@ import json
 import sqlite3
 import stat
 import tempfile
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -19,8 +17,7 @@ from rich.markup import escape
 from app.cli.common import console, friendly_errors, load_settings
 from app.core.config import ROLES, Provider, Settings, config_file
 from app.core.errors import CafbotError
-
-ENDPOINT_TIMEOUT_S = 3.0
+from app.core.models.health import endpoint_health
 
 
 @dataclass
@@ -245,16 +242,5 @@ def _check_local(settings: Settings, name: str) -> Check:
 
 
 def _get_models(base_url: str, api_key: str | None) -> Check:
-    request = urllib.request.Request(f"{base_url}/models")
-    if api_key:
-        request.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(request, timeout=ENDPOINT_TIMEOUT_S) as response:
-            return ok("", f"{base_url}: GET /models answered {response.status}")
-    except urllib.error.HTTPError as error:
-        fix = "check the API key" if error.code in (401, 403) else "check base_url"
-        return fail("", f"{base_url}: GET /models answered {error.code} {error.reason}", fix)
-    except (OSError, ValueError) as error:
-        reason = getattr(error, "reason", None) or error
-        return fail("", f"{base_url}: unreachable ({reason})",
-                    "start the server, or correct base_url (`cafbot config show`)")
+    health = endpoint_health(base_url, api_key)
+    return ok("", health.detail) if health.ok else fail("", health.detail, health.fix)

@@ -202,6 +202,14 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
+class Ui(Record):
+    # The staff view (traces, settings) is off unless a code hash is set; `cafbot ui --hash-code`
+    # makes one. Only the hash is stored; wrong codes are limited per window for the whole server.
+    staff_code_hash: str | None = None
+    staff_attempts: int = Field(5, ge=1)
+    staff_lockout_s: float = Field(300.0, gt=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CAFBOT_",
@@ -233,6 +241,7 @@ class Settings(BaseSettings):
     input: InputLimits = InputLimits()
     caf: Caf = Caf()
     checkpointer: Checkpointer = Checkpointer()
+    ui: Ui = Ui()
     crisis_contacts: list[CrisisContact] = Field(
         default_factory=lambda: list(DEFAULT_CRISIS_CONTACTS), min_length=1
     )
@@ -296,6 +305,8 @@ class Settings(BaseSettings):
             data["models"][role]["api_key"] = "****(set)" if role_model.api_key() else "(unset)"
         if self.checkpointer.postgres_url:
             data["checkpointer"]["postgres_url"] = "****"
+        if self.ui.staff_code_hash:
+            data["ui"]["staff_code_hash"] = "****(set)"
         return data
 
 

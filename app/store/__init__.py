@@ -6,6 +6,6 @@ LangGraph's checkpointer, which resumes conversations, keeps its own tables.
 """
 
 from app.store.database import Database, StoreError
-from app.store.turns import Conversation, TurnConflict, TurnLog
+from app.store.turns import Conversation, Feedback, TurnConflict, TurnLog
 
-__all__ = ["Conversation", "Database", "StoreError", "TurnConflict", "TurnLog"]
+__all__ = ["Conversation", "Database", "Feedback", "StoreError", "TurnConflict", "TurnLog"]

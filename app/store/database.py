@@ -44,7 +44,12 @@ def _m1_conversations_and_turns(db: Connection) -> None:
         )"""))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_m1_conversations_and_turns]
+def _m2_turn_feedback(db: Connection) -> None:
+    # "Was this helpful?" lives with the turn it rates, so deleting a conversation removes it too.
+    db.execute(text("ALTER TABLE turns ADD COLUMN feedback TEXT"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_m1_conversations_and_turns, _m2_turn_feedback]
 
 
 class Database:

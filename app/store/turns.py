@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from app.core.errors import CafbotError
-from app.core.privacy import mask_record
+from app.core.privacy import mask, mask_record
 from app.core.records import CafMode, Record, TurnTrace
 from app.store.database import Database
 
@@ -37,6 +37,14 @@ class Conversation(Record):
         """When the conversation last changed: its last turn, or else its creation (UTC)."""
         when = datetime.fromisoformat(self.last_turn_at or self.created_at)
         return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+class Feedback(Record):
+    """A reader's "was this helpful?" on one answer, with an optional comment."""
+
+    helpful: bool
+    comment: str = ""
+    at: str = Field(default_factory=lambda: _now())
 
 
 class TurnLog:
@@ -80,6 +88,23 @@ class TurnLog:
                 SELECT trace FROM turns WHERE thread_id = :t AND (:upto IS NULL OR turn <= :upto)
                 ORDER BY turn"""), {"t": thread_id, "upto": upto}).all()
         return [TurnTrace.model_validate_json(row[0]) for row in rows]
+
+    def save_feedback(self, thread_id: str, turn: int, feedback: Feedback) -> None:
+        """Rate one recorded turn (a later rating replaces an earlier one). Contact details in the
+        comment are masked, as everywhere in the log."""
+        feedback = feedback.model_copy(update={"comment": mask(feedback.comment.strip())})
+        with self.db.engine.begin() as db:
+            updated = db.execute(text("UPDATE turns SET feedback = :f WHERE thread_id = :t AND turn = :n"),
+                                 {"f": feedback.model_dump_json(), "t": thread_id, "n": turn})
+        if not updated.rowcount:
+            raise CafbotError(f"conversation {thread_id} has no turn {turn} to rate")
+
+    def feedback(self, thread_id: str) -> dict[int, Feedback]:
+        """The ratings given in one conversation, by turn."""
+        with self.db.engine.connect() as db:
+            rows = db.execute(text("SELECT turn, feedback FROM turns WHERE thread_id = :t AND feedback IS NOT NULL"),
+                              {"t": thread_id}).all()
+        return {row[0]: Feedback.model_validate_json(row[1]) for row in rows}
 
     def conversation(self, thread_id: str) -> Conversation | None:
         found = self._conversations("WHERE c.thread_id = :t", {"t": thread_id})

@@ -1,0 +1,17 @@
+"""The app's entry script (`cafbot ui` runs it with `streamlit run`): the chat for everyone, the
+settings page for signed-in staff."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.ui import chat, settings_page, staff
+
+st.set_page_config(page_title="cafbot: questions about schizophrenia", page_icon=":material/chat:",
+                   layout="centered", initial_sidebar_state="auto")
+
+pages = [st.Page(chat.render, title="Chat", icon=":material/chat:", url_path="chat", default=True)]
+if staff.signed_in():
+    pages.append(st.Page(settings_page.render, title="Settings", icon=":material/settings:",
+                         url_path="settings"))
+st.navigation(pages).run()
