@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 QUESTION ?= What are the early warning signs of relapse, and what should we do?
 
-.PHONY: demo test lint bench eval train clean
+.PHONY: app demo test lint bench eval train screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,12 @@ $(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $@ $(VENV)/.installed-runtime
+
+# The chat in your browser, on the offline default (PORT=8501 HOST=127.0.0.1 to change).
+PORT ?= 8501
+HOST ?= 127.0.0.1
+app: $(VENV)/.installed-runtime
+	$(BIN)/cafbot ui --port $(PORT) --host $(HOST)
 
 demo: $(VENV)/.installed-runtime
 	$(BIN)/cafbot kb check
@@ -45,6 +51,10 @@ eval: $(VENV)/.installed-runtime
 	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json .cafbot/screen_holdout.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev.jsonl --json .cafbot/answers_dev.json
 	$(BIN)/cafbot eval answers scenarios/answers/holdout.jsonl --json .cafbot/answers_holdout.json
+
+# The README's screenshots, taken by the browser test (needs Debian's chromium).
+screenshots: $(VENV)/.installed-dev
+	CAFBOT_TEST_ARTEFACTS=docs/screenshots $(BIN)/pytest -q tests/test_app_browser.py
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/bench_retrieval.py

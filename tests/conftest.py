@@ -18,8 +18,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["ANONYMIZED_TELEMETRY"] = "False"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-for _name in list(os.environ):  # a developer's own settings must not leak into tests
-    if _name.startswith("CAFBOT_") or _name == "OPENAI_API_KEY":
+for _name in list(os.environ):  # a developer's own settings must not leak into tests; the test
+    # suite's own switches (CAFBOT_TEST_*, set by .ci/run) are not settings and stay
+    if (_name.startswith("CAFBOT_") and not _name.startswith("CAFBOT_TEST_")) or _name == "OPENAI_API_KEY":
         del os.environ[_name]
 
 _real_connect = socket.socket.connect

@@ -19,7 +19,9 @@ def test_readme_mermaid_is_the_real_graph():
 def test_ci_runs_the_readme_test_command():
     quick_start = README.split("## Quick start", 1)[1].split("##", 1)[0]
     commands = re.findall(r"^(make \w+)", quick_start, re.MULTILINE)
-    assert commands == ["make demo", "make test"]
+    assert commands == ["make app", "make test"]  # one opens the chat, one runs the tests
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^app: .*\n\t\$\(BIN\)/cafbot ui ", makefile, re.MULTILINE)
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^make test$", ci, re.MULTILINE)
 
