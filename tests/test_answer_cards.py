@@ -65,3 +65,25 @@ def test_kb_check_runs_every_card_through_the_filter_and_fails_on_a_rejected_one
     failed = CliRunner().invoke(cli, ["kb", "check", str(kb_with_card(tmp_path / "b", unsafe))])
     assert failed.exit_code == 1
     assert "card rejected" in failed.output and "Z01-blood-tests.md" in failed.output
+
+
+@pytest.mark.slow
+def test_kb_check_names_a_suggested_question_that_does_not_find_its_own_source(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from app.cli.main import cli
+
+    monkeypatch.setenv("CAFBOT_DATA_DIR", str(tmp_path / "data"))
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name in ("S01-what-is-schizophrenia.md", "S02-positive-symptoms.md", "S03-negative-symptoms.md",
+                 "S05-causes.md", "S11-clozapine.md"):
+        shutil.copy(next((ROOT / "knowledge_base").glob(name.split("-")[0] + "-*.md")), kb / name)
+    clozapine = kb / "S11-clozapine.md"
+    text = clozapine.read_text(encoding="utf-8")
+    clozapine.write_text(text.replace("questions:\n", 'questions:\n  - "Does schizophrenia mean a split personality?"\n', 1),
+                         encoding="utf-8")
+    result = CliRunner().invoke(cli, ["kb", "check", str(kb)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.output.splitlines() if line.startswith("question ")]
+    assert len(warned) == 1 and "S11: 'Does schizophrenia mean a split personality?' finds" in warned[0]

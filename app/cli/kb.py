@@ -43,6 +43,7 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
         console.print(f"[yellow]{len(review)} drafted summaries to review:[/] {escape(', '.join(review))}")
     if report_quarantined(kb) | report_unvetted_cards(kb, settings):
         raise typer.Exit(1)
+    report_unfound_questions(settings.model_copy(update={"knowledge_base": kb.path}))
     console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words, {len(kb.cards)} answer cards.")
 
 
@@ -73,6 +74,29 @@ def report_unvetted_cards(kb, settings: Settings) -> bool:
         console.print("[red]Answer cards that fail the filter are never delivered[/]: keep each "
                       "sentence close to the source it cites.", highlight=False)
     return bool(problems)
+
+
+def report_unfound_questions(settings: Settings) -> int:
+    """Each source's `questions:` are offered as follow-up suggestions and asked verbatim when
+    clicked, so each must find its own source among the first three. Prints those that do not
+    (a warning: reword the question or the source); returns how many."""
+    from app.core.embeddings import Embedder
+    from app.retrieval import open_identifier
+
+    with console.status("Checking that each source's questions find it…"):
+        identifier = open_identifier(settings, Embedder(), show_progress=False)
+        unfound = []
+        for source in identifier.knowledge_base:
+            for question in source.questions:
+                found = identifier.identify(question)
+                top = [c.source_id for c in found.candidates[:3]] if found.outcome != "none" else []
+                if source.id not in top:
+                    unfound.append(f"{source.id}: {question!r} finds {', '.join(top) or 'nothing'}")
+            if not source.questions:
+                unfound.append(f"{source.id}: no questions: (no follow-up suggestions lead here)")
+    for line in unfound:
+        console.print(f"[yellow]question[/] {escape(line)}", highlight=False)
+    return len(unfound)
 
 
 def report_quarantined(kb) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -48,7 +47,7 @@ def ui(
                "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
                "--client.toolbarMode", "minimal", "--client.showErrorDetails", "none",
                "--theme.baseFontSize", "17"]
-    try:
-        subprocess.run(command, env={**os.environ, **env_profile}, check=False)
-    except KeyboardInterrupt:
-        console.print("Stopped.")
+    sys.stdout.flush()
+    # This process becomes the server: Ctrl-C and a supervisor's SIGTERM reach Streamlit directly,
+    # and no orphaned server outlives the command.
+    os.execve(sys.executable, command, {**os.environ, **env_profile})
