@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -11,6 +11,9 @@ from rich.table import Table
 
 from app.cli.common import console, friendly_errors, load_settings
 from app.core.config import REPO_ROOT, Settings
+
+if TYPE_CHECKING:  # loading the model is slow: imported where it is used
+    from app.core.embeddings import Embedder
 
 cli = typer.Typer(no_args_is_help=True)
 
@@ -41,20 +44,22 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
     words = sum(len(s.body.split()) for s in kb)
     if review:
         console.print(f"[yellow]{len(review)} drafted summaries to review:[/] {escape(', '.join(review))}")
-    if report_quarantined(kb) | report_unvetted_cards(kb, settings):
+    from app.core.embeddings import Embedder
+
+    embedder = Embedder()  # one model load for both checks below
+    if report_quarantined(kb) | report_unvetted_cards(kb, settings, embedder):
         raise typer.Exit(1)
-    report_unfound_questions(settings.model_copy(update={"knowledge_base": kb.path}))
+    report_unfound_questions(settings.model_copy(update={"knowledge_base": kb.path}), embedder)
     console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words, {len(kb.cards)} answer cards.")
 
 
-def report_unvetted_cards(kb, settings: Settings) -> bool:
+def report_unvetted_cards(kb, settings: Settings, embedder: Embedder) -> bool:
     """Judge every answer card with the filter's local checks; print each failure; True if any."""
     if not kb.cards:
         return False
     import hashlib
 
     import judges
-    from app.core.embeddings import Embedder
     from app.kb.vetting import vet_cards
     from app.prompts import reply
     from judges.filter import CriticalAnalysisFilter
@@ -64,7 +69,7 @@ def report_unvetted_cards(kb, settings: Settings) -> bool:
     checks = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(package.rglob("*"))
                                      if p.suffix in (".py", ".yaml", ".json", ".joblib"))).hexdigest()
     with console.status(f"Checking {len(kb.cards)} answer cards with the filter's local checks…"):
-        resources = Resources.from_settings(settings, Embedder() if settings.local_embeddings else None)
+        resources = Resources.from_settings(settings, embedder if settings.local_embeddings else None)
         caf = CriticalAnalysisFilter.from_settings(settings, resources, refiner=None)
         problems = vet_cards(kb, caf, reply("verification_reminder"), checks_version=checks,
                              cache=settings.data_dir / "vetted_cards.json")
@@ -76,15 +81,14 @@ def report_unvetted_cards(kb, settings: Settings) -> bool:
     return bool(problems)
 
 
-def report_unfound_questions(settings: Settings) -> int:
+def report_unfound_questions(settings: Settings, embedder: Embedder) -> int:
     """Each source's `questions:` are offered as follow-up suggestions and asked verbatim when
     clicked, so each must find its own source among the first three. Prints those that do not
     (a warning: reword the question or the source); returns how many."""
-    from app.core.embeddings import Embedder
     from app.retrieval import open_identifier
 
     with console.status("Checking that each source's questions find it…"):
-        identifier = open_identifier(settings, Embedder(), show_progress=False)
+        identifier = open_identifier(settings, embedder, show_progress=False)
         unfound = []
         for source in identifier.knowledge_base:
             for question in source.questions:

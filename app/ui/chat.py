@@ -12,6 +12,7 @@ import streamlit as st
 
 from app.core.errors import CafbotError
 from app.core.records import TurnTrace
+from app.prompts import contact_lines
 from app.session import THREAD_ID, Chatbot
 from app.store import Feedback
 from app.ui import staff
@@ -165,10 +166,8 @@ def _starters(bot: Chatbot) -> None:
 def _sidebar(bot: Chatbot, thread: str | None) -> None:
     with st.sidebar:
         with st.expander("Need help now?", icon=":material/emergency:"):
-            st.markdown("If you or someone else is in danger or needs urgent help:")
-            for contact in bot.settings.crisis_contacts:
-                note = f" ({contact.note})" if contact.note else ""
-                st.markdown(f"- **{contact.name}**: {contact.contact}{note}")
+            st.markdown("If you or someone else is in danger or needs urgent help:\n\n"
+                        + contact_lines(bot.settings.crisis_contacts))
         if st.session_state.get("retry"):
             st.button("Try the last question again", on_click=_queue, args=(st.session_state.pop("retry"),))
         if thread:

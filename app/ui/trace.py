@@ -23,7 +23,7 @@ def show_trace(trace: TurnTrace) -> None:
             "fallback used": "yes" if trace.fallback_used else "no",
             "warnings issued": "; ".join(caf.warnings_issued) if caf and caf.warnings_issued else "–",
             "latency": f"{trace.total_ms:.0f} ms",
-            "model calls": str(len(trace.model_calls) + (len(caf.model_calls) if caf else 0)),
+            "model calls": str(len(trace.model_calls)),  # the filter's calls included
         }
         st.table({"": list(facts), "value": list(facts.values())})
         if caf and caf.judgements:
