@@ -111,6 +111,18 @@ def test_collection_names_differ_by_knowledge_base_path(tmp_path):
     assert collection_name(tmp_path / "a") == collection_name(tmp_path / "a")
 
 
+def test_the_default_relative_data_dir_in_two_working_directories_gives_two_indexes(tmp_path, monkeypatch):
+    # Chroma caches a client per path string; ".cafbot/index" must not alias another folder's index
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    monkeypatch.chdir(tmp_path / "one")
+    chroma_client(Settings()).get_or_create_collection("only-in-one")
+    monkeypatch.chdir(tmp_path / "two")
+    names = {getattr(c, "name", c) for c in chroma_client(Settings()).list_collections()}
+    assert "only-in-one" not in names
+    assert (tmp_path / "two" / ".cafbot" / "index").is_dir()
+
+
 # -- with the model and Chroma ----------------------------------------------------------------
 @pytest.mark.slow
 def test_embedder_normalised_cached_and_thread_safe(embedder):

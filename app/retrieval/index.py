@@ -61,7 +61,9 @@ def chroma_client(settings: Settings):
     url = settings.retrieval.chroma_url
     if not url:
         settings.index_dir.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(settings.index_dir), settings=chroma_settings)
+        # Chroma caches one system per path string in each process: a relative path would make
+        # ".cafbot/index" in two working directories share the first one's database.
+        return chromadb.PersistentClient(path=str(settings.index_dir.resolve()), settings=chroma_settings)
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ConfigError(f"retrieval.chroma_url: {url!r} is not an http(s) URL of a Chroma server.")
