@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from app.core.config import Settings
 from app.core.errors import CafbotError
@@ -247,6 +247,22 @@ class Chatbot:
             log.warning("crisis route taken in thread %s (turn %d)", thread_id, trace.turn)
         self.turn_log.record(trace)
         return trace
+
+    def seed_turn(self, thread_id: str, user: str, assistant: str) -> TurnTrace:
+        """Write a finished turn into a conversation as given, without running the graph: the
+        drift tests' checkpoint conversations hold the answer on which the bot first drifted,
+        written once so that every branch starts from it."""
+        with one_writer(self.conversations.lock_dir, thread_id, self.settings.turn_lock_timeout_s):
+            self.turn_log.start_conversation(thread_id, caf_mode=self.services.default_caf_mode)
+            turn = int(self.state(thread_id).get("turn", 0)) + 1
+            trace = TurnTrace(thread_id=thread_id, turn=turn, user_message=user, answer=assistant,
+                              route="answer", generator="fixed", caf_mode="off",
+                              notices=["written into the conversation as given (a checkpoint), not generated"])
+            self.graph.update_state(_config(thread_id), {
+                "messages": [HumanMessage(user), AIMessage(assistant)], "turn": turn, "trace": trace,
+                "answer": assistant, "user_input": user}, as_node="respond")
+            self.turn_log.record(trace)
+            return trace
 
     def fork(self, thread_id: str, at_turn: int, *, label: str = "", **metadata: Any) -> str:
         """A new conversation that starts as `thread_id` stood after turn `at_turn` (0: empty).

@@ -12,7 +12,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import typer
 
-from app.cli import chat, config_cmd, conversations_cmd, eval_cmd, judges_cmd, kb, model_cmd, ui_cmd
+from app.cli import chat, config_cmd, conversations_cmd, drift_cmd, eval_cmd, judges_cmd, kb, model_cmd, ui_cmd
 from app.cli.doctor_cmd import doctor
 
 cli = typer.Typer(help="cafbot: a safety-filtered patient-education chatbot.", no_args_is_help=True)
@@ -24,6 +24,7 @@ cli.command()(doctor)
 cli.add_typer(kb.cli, name="kb", help="Check, ingest, index and evaluate a knowledge base.")
 cli.add_typer(judges_cmd.cli, name="judges", help="List the judges; evaluate the filter on scenarios.")
 cli.add_typer(eval_cmd.cli, name="eval", help="Measure answer quality on answer keys.")
+cli.add_typer(drift_cmd.cli, name="drift", help="Drift tests: facilitator runs (CAF on/off), summaries, scripted conversations.")
 cli.add_typer(config_cmd.cli, name="config", help="Show the effective configuration.")
 cli.add_typer(conversations_cmd.cli, name="conversations", help="List, show, delete and purge saved conversations.")
 

@@ -239,7 +239,9 @@ class AnswerNodes:
         trace.caf, trace.fallback_used = report, report.fallback_used
         trace.model_calls += report.model_calls
         trace.errors += report.errors
-        answer = outcome.text if outcome.text is not None else self.withheld_reply(state)
+        answer = outcome.text
+        if answer is None:  # nothing passed: the user gets a fixed reply, and the trace says so
+            answer, trace.generator = self.withheld_reply(state), "fixed"
         late = reply("over_budget")
         if report.fallback_used and outcome.text is not None and deadline.expired and late not in trace.notices:
             trace.notices.append(late)
