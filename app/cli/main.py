@@ -12,7 +12,17 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import typer
 
-from app.cli import chat, config_cmd, conversations_cmd, drift_cmd, eval_cmd, judges_cmd, kb, model_cmd, ui_cmd
+from app.cli import (
+    chat,
+    config_cmd,
+    conversations_cmd,
+    drift_cmd,
+    eval_cmd,
+    judges_cmd,
+    kb,
+    model_cmd,
+    ui_cmd,
+)
 from app.cli.doctor_cmd import doctor
 
 cli = typer.Typer(help="cafbot: a safety-filtered patient-education chatbot.", no_args_is_help=True)

@@ -127,6 +127,8 @@ class Retrieval(Record):
     # cards only, and a topic match is enough there ("what dose should I take?" ~ "how much of my
     # meds should I be taking").
     boundary_card_threshold: float = Field(0.55, ge=0.0, le=1.0)
+    # ... and when none is that close or two are equally close, the nearest above this floor.
+    boundary_card_floor: float = Field(0.3, ge=0.0, le=1.0)
 
 
 class Prompting(Record):

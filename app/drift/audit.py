@@ -12,7 +12,6 @@ from app.graph.services import Services
 from judges.schema import DraftContext, Turn
 
 
-
 def audit_answer(services: Services, trace: TurnTrace, history: list) -> dict[str, Verdict]:
     """Each applicable judge's tier-0 verdict on `trace.answer`; `history` is the conversation's
     messages before the turn. The product's own fixed replies (crisis resources, small talk, the

@@ -114,6 +114,14 @@ class AnswerNodes:
             identification = self.services.identifier.identify(text, recent=earlier[-2:])
             match = self.services.cards.match(text, self.settings.retrieval,
                                               own_case=screen.personal_advice)
+            if screen.personal_advice and not screen.follow_up and identification.outcome != "clear" \
+                    and (match is None or not match.confident):
+                # A request about one's own case gets a boundary reply, never a menu or "not
+                # covered": from the likeliest sources found, else the nearest boundary card.
+                if identification.outcome == "middling":
+                    identification = identification.model_copy(update={"outcome": "clear"})
+                else:
+                    match = self.services.cards.nearest_boundary(text, self.settings.retrieval)
             if match is not None and match.confident:
                 identification = _with_card_sources(identification, match.card, self.services)
         confident = match is not None and match.confident

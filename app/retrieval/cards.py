@@ -46,6 +46,19 @@ class CardMatcher:
             return general  # a much closer general card: its topic, framed as a boundary reply
         return boundary
 
+    def nearest_boundary(self, question: str, settings: Retrieval) -> CardMatch | None:
+        """The nearest boundary card above `boundary_card_floor`, however close the others: for a
+        request about the person's own case that nothing else answers. Any boundary card is a safe
+        reply to such a request; the nearest carries the most relevant safety fact."""
+        if not self.cards or not question.strip():
+            return None
+        similarities = self._matrix() @ self._embed([question])[0]
+        best = max((i for i, owner in enumerate(self._owners) if owner.kind == "boundary"),
+                   key=lambda i: similarities[i], default=None)
+        if best is None or similarities[best] < settings.boundary_card_floor:
+            return None
+        return CardMatch(self._owners[best], float(similarities[best]), self._phrasings[best], confident=True)
+
     def _closest(self, question: str, settings: Retrieval, *, boundary_only: bool = False) -> CardMatch | None:
         if not self.cards or not question.strip():
             return None
