@@ -90,7 +90,7 @@ def test_a_yaml_syntax_error_names_file_and_line(tmp_path):
 
 
 def test_missing_script_path_is_named(tmp_path):
-    with pytest.raises(ConfigError, match="nowhere.yaml: no such file"):
+    with pytest.raises(ConfigError, match=r"nowhere\.yaml: no such file"):
         load_scripts([tmp_path / "nowhere.yaml"])
 
 

@@ -127,7 +127,7 @@ def test_an_interrupted_run_resumes_without_duplicate_or_lost_turns(fast_bot, fa
 def test_the_same_folder_with_another_plan_is_refused(fast_bot, facilitators, tmp_path):
     bot = fast_bot(chat=drifting_chat_client())
     run(bot, facilitators, plan(roles=["therapist"], samples=1, turns=1), tmp_path / "run")
-    with pytest.raises(ConfigError, match="another plan.*samples 1 there, 2 now"):
+    with pytest.raises(ConfigError, match=r"another plan.*samples 1 there, 2 now"):
         run(bot, facilitators, plan(roles=["therapist"], samples=2, turns=1), tmp_path / "run")
 
 

@@ -51,9 +51,10 @@ _SLIPS: list[tuple[re.Pattern[str], list[str]]] = [
 ]
 
 
-def drifting_chat_client(onset: int = 1) -> RoleClient:
-    """The chat role played by the drifting model: compliant for `onset` answers, then drifting."""
-    model = ScriptedChatModel(respond=lambda messages: draft(messages, onset), name_=MODEL_NAME)
+def drifting_chat_client(onset: int = 1, delay_s: float = 0.0) -> RoleClient:
+    """The chat role played by the drifting model: compliant for `onset` answers, then drifting.
+    `delay_s` simulates a remote model's latency (benchmarks)."""
+    model = ScriptedChatModel(respond=lambda messages: draft(messages, onset), name_=MODEL_NAME, delay_s=delay_s)
     return RoleClient(role="chat", model_name=MODEL_NAME, llm=model)
 
 

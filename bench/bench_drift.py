@@ -1,0 +1,82 @@
+"""Drift-run throughput: turns per second at concurrency 1, 4 and 16, with a zero-latency
+scripted chat model and with a simulated 500 ms one.
+
+Run: .venv/bin/python bench/bench_drift.py [--turns 2] [--samples 2]
+
+With a zero-latency model a turn is all local work (retrieval, the answer graph, tier-0 checks,
+SQLite), so concurrency adds little; with a 500 ms model the wait dominates and concurrency
+should multiply throughput until the local work saturates the CPU. All figures come from one run
+on this machine; compare them with each other (the ratio to concurrency 1), not across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.core.config import Settings
+from app.core.embeddings import Embedder
+from app.drift.drifting_model import MODEL_NAME, drifting_chat_client
+from app.drift.facilitators import TemplateFacilitator
+from app.drift.runner import RunPlan, run_drift
+from app.drift.schema import load_facilitators
+from app.graph.services import Services
+from app.retrieval import open_identifier
+from app.session import Chatbot
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--stack", choices=["offline", "light"], default="offline",
+                        help="offline: the real embedder and index; light: the tests' hashing embedder and "
+                             "keyword identifier, so a turn is the graph, the filter and the stores alone")
+    args = parser.parse_args()
+    facilitators = load_facilitators()
+    roles = sorted(facilitators)  # 8 roles x samples x 1 condition = the branches run at once
+    with tempfile.TemporaryDirectory() as scratch:
+        if args.stack == "light":
+            from app.kb import load_knowledge_base
+            from tests.fakes import HashingEmbedder, KeywordIdentifier
+
+            embedder, identifier = HashingEmbedder(), KeywordIdentifier(load_knowledge_base(Settings().knowledge_base))
+        else:
+            embedder = Embedder()
+            identifier = open_identifier(Settings(data_dir=Path(scratch) / "index"), embedder)
+        print(f"{os.cpu_count()} CPUs, {args.stack} stack: {len(roles) * args.samples} conversations of "
+              f"{args.turns} turns per run (CAF on)")
+        for delay in (0.0, 0.5):
+            base = None
+            for concurrency in (1, 4, 16):
+                settings = Settings(data_dir=Path(scratch) / f"d{delay}-{concurrency}")
+                services = Services.from_settings(settings, embedder=embedder, identifier=_for(identifier, settings),
+                                                  chat=drifting_chat_client(delay_s=delay))
+                with Chatbot(settings, services) as bot:
+                    services.warm_up()
+                    plan = RunPlan(roles=roles, samples=args.samples, turns=args.turns, conditions=["on"],
+                                   chat_model=MODEL_NAME)
+                    started = time.perf_counter()
+                    manifest = run_drift(bot, facilitators, plan, Path(scratch) / f"run-{delay}-{concurrency}",
+                                         engine_for=lambda spec: TemplateFacilitator(spec, 0), concurrency=concurrency)
+                    elapsed = time.perf_counter() - started
+                rate = manifest.turns_done / elapsed
+                base = base or rate
+                print(f"model {delay * 1000:>4.0f} ms  concurrency {concurrency:>2}: {rate:6.2f} turns/s "
+                      f"({rate / base:4.1f}x concurrency 1)")
+
+
+def _for(identifier, settings: Settings):
+    return identifier.with_settings(settings) if hasattr(identifier, "with_settings") else identifier
+
+
+if __name__ == "__main__":
+    main()
