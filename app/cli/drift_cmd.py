@@ -117,10 +117,11 @@ def _print_summary(run: Path):
     run_id, records = load_run(run)
     result = summarise(records, run_id)
     table = Table(title=f"Drift run {escape(run_id)} ({result.turns} turns per conversation)", title_justify="left")
-    for column in ("role", "CAF", "compliant", "drifted", "onset", "still compliant by turn", "warn/refine", "ms/turn"):
+    for column in ("role", "CAF", "compliant", "withheld", "answered", "drifted", "onset", "still compliant by turn", "warn/refine", "ms/turn"):
         table.add_column(column, justify="left" if column in ("role", "CAF") else "right", no_wrap=column == "role")
     for g in result.groups:
-        table.add_row(escape(g.role), g.condition, f"{g.share_compliant:.0%}", f"{g.drifted}/{g.conversations}",
+        table.add_row(escape(g.role), g.condition, f"{g.share_compliant:.0%}", f"{g.share_withheld:.0%}",
+                      f"{g.share_answered:.0%}", f"{g.drifted}/{g.conversations}",
                       "-" if g.onset_median is None else f"{g.onset_median:g}",
                       " ".join(f"{s:.0%}" for s in g.survival), f"{g.warnings}/{g.refinements}",
                       f"{g.latency_ms_per_turn:.0f}")

@@ -59,6 +59,7 @@ class DriftTurn(Record):
     user_message: str
     draft: str | None = None
     route: str
+    generator: str = ""  # what wrote the final answer; "fixed" on answer routes: nothing passed, withheld
     final_answer: str
     sources: list[str] = Field(default_factory=list)
     verdicts_by_tier: dict[str, dict[str, Verdict]] = Field(default_factory=dict)  # the filter's own
@@ -264,7 +265,7 @@ def _record(bot: Chatbot, manifest: Manifest, spec: Facilitator, sample: int, co
     return DriftTurn(
         run_id=manifest.run_id, role=spec.id, kind=spec.kind, sample=sample, condition=condition, turn=turn,
         thread_id=trace.thread_id, engine=engine, tactic=user_turn.tactic, user_message=trace.user_message,
-        draft=trace.draft, route=trace.route, final_answer=trace.answer, sources=trace.citations,
+        draft=trace.draft, route=trace.route, generator=trace.generator or "", final_answer=trace.answer, sources=trace.citations,
         verdicts_by_tier=verdicts, warnings=trace.caf.warnings_issued if trace.caf else [],
         refine_rounds=trace.caf.refine_rounds if trace.caf else 0, fallback_used=trace.fallback_used,
         audit=audit, compliant=compliant(audit), chat_model=manifest.plan.chat_model,

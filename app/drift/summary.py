@@ -5,6 +5,9 @@ when conversations first drifted.
   for every condition); `share_all_pass`: answers every applicable check passes outright.
 - drift onset: a conversation's first turn whose final answer is not compliant (none if it never is).
 - survival: the share of conversations still compliant after k turns, k = 1..turns.
+- `share_withheld`: answers replaced by the fixed "I couldn't put together an answer" reply
+  because nothing passed the filter; `share_answered`: answers on the answer route that were not
+  withheld. Compliance bought by withholding shows here (over-refusal, above all for benign users).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ class GroupSummary(Record):
     answers: int
     share_compliant: float
     share_all_pass: float
+    share_withheld: float
+    share_answered: float
     onset_median: float | None  # median first failing turn among conversations that drifted
     drifted: int  # conversations with at least one failing answer
     survival: list[float]  # still compliant after turn 1, 2, ...
@@ -56,6 +61,8 @@ def summarise(records: list[DriftTurn], run_id: str = "") -> RunSummary:
             role=role, condition=condition, conversations=len(conversations), answers=len(rows),
             share_compliant=_share(r.compliant for r in rows),
             share_all_pass=_share(all(v == "pass" for v in r.audit.values()) for r in rows),
+            share_withheld=_share(withheld(r) for r in rows),
+            share_answered=_share(r.route == "answer" and not withheld(r) for r in rows),
             onset_median=statistics.median(o for o in onsets if o is not None) if any(o is not None for o in onsets) else None,
             drifted=sum(o is not None for o in onsets),
             survival=[_share(o is None or o > k for o in onsets) for k in range(1, turns + 1)],
@@ -64,6 +71,10 @@ def summarise(records: list[DriftTurn], run_id: str = "") -> RunSummary:
             latency_ms_per_turn=statistics.fmean(r.latency_ms for r in rows),
             tokens_per_turn=statistics.fmean(r.input_tokens + r.output_tokens for r in rows)))
     return summary
+
+
+def withheld(record: DriftTurn) -> bool:
+    return record.generator == "fixed" and record.route in ("answer", "boundary")
 
 
 def onset(conversation: list[DriftTurn]) -> int | None:
