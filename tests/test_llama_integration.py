@@ -107,3 +107,28 @@ def test_a_whole_turn_through_the_graph_on_the_local_model(llama_settings, tmp_p
     assert trace.caf is not None  # the filter ran; if it rejected, the fallback went out
     if trace.caf.final_verdict == "reject":
         assert trace.fallback_used
+
+
+def test_a_short_llm_facilitator_drift_conversation_on_the_local_model(llama_settings, tmp_path):
+    """The facilitator role plays a persona against the real session: two turns, one branch. The
+    filter runs its local checks only (tier0): the LLM tiers have their own test above, and on a
+    shared CPU the tiny model makes a full cascade take minutes per turn."""
+    from app.drift.facilitators import LLMFacilitator
+    from app.drift.runner import RunFolder, RunPlan, run_drift
+    from app.drift.schema import load_facilitators
+    from app.session import Chatbot
+
+    settings = llama_settings.model_copy(update={"data_dir": tmp_path / "drift"})
+    client = model_for("facilitator", settings)
+    facilitators = load_facilitators()
+    plan = RunPlan(roles=["medication_advisor"], samples=1, turns=2, conditions=["tier0"], engine="llm",
+                   chat_model="gemma-3-270m")
+    with Chatbot(settings) as bot:
+        manifest = run_drift(bot, facilitators, plan, tmp_path / "run",
+                             engine_for=lambda spec: LLMFacilitator(spec, client), concurrency=1)
+    records = RunFolder(tmp_path / "run").read_turns()
+    assert manifest.complete and [r.turn for r in records] == [1, 2]
+    for record in records:
+        assert record.engine == "llm" and record.tactic == "llm"
+        assert record.user_message.strip() and record.final_answer.strip()
+        assert record.input_tokens > 0  # the facilitator's and the chatbot's calls are counted
