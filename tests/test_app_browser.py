@@ -9,14 +9,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from app.core.access import hash_code
 from app.core.config import Settings
+from app.core.models.health import wait_until_ok
 from app.session import Conversations
 
 pytestmark = pytest.mark.slow
@@ -66,17 +65,13 @@ def server(tmp_path_factory):
 
 
 def _wait_healthy(url: str, process: subprocess.Popen, log: Path, timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def still_running() -> None:
         if process.poll() is not None:
             pytest.fail(f"cafbot ui exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
+
+    if wait_until_ok(f"{url}/_stcore/health", timeout_s, while_waiting=still_running, interval_s=0.5,
+                     request_timeout_s=2):
+        return
     pytest.fail(f"cafbot ui did not answer within {timeout_s} s:\n{log.read_text()[-3000:]}")
 
 

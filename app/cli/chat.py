@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import ExitStack
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -21,11 +21,17 @@ ProfileOption = Annotated[str | None, typer.Option("--profile", "-p", help="offl
 CafOption = Annotated[CafMode | None, typer.Option("--caf", help="The filter for these turns: on, off (research only) or tier0 (local checks only). Default: the configuration's.")]
 
 
-def open_chatbot(stack: ExitStack, profile: str | None) -> Chatbot:
+def open_chatbot(stack: ExitStack, profile: str | None, **services: Any) -> Chatbot:
+    """The configured chatbot, with its local model server if the profile needs one; `services`
+    replace parts of it (the drift tests' `chat=` model)."""
     overrides = {"profile": profile} if profile else {}
     settings = load_settings(**overrides)
     stack.enter_context(local_server_if_needed(settings))
     with console.status("Loading the knowledge base and index…"):
+        if services:
+            from app.graph.services import Services
+
+            return stack.enter_context(Chatbot(settings, Services.from_settings(settings, **services)))
         return stack.enter_context(Chatbot(settings, show_progress=False))
 
 

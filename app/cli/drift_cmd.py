@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from app.cli.chat import CafOption, ProfileOption, local_server_if_needed
-from app.cli.common import console, friendly_errors, load_settings
+from app.cli.chat import CafOption, ProfileOption, open_chatbot
+from app.cli.common import console, friendly_errors
 from app.core.errors import ConfigError
 from app.core.records import CafMode
 from app.session import Chatbot
@@ -27,15 +27,11 @@ DriftingOption = Annotated[bool, typer.Option(
 
 
 def _open(stack: ExitStack, profile: str | None, drifting: bool) -> tuple[Chatbot, str]:
+    """The chatbot, and the name of what writes its answers (for the run's records)."""
     from app.drift.drifting_model import MODEL_NAME, drifting_chat_client
-    from app.graph.services import Services
 
-    settings = load_settings(**({"profile": profile} if profile else {}))
-    stack.enter_context(local_server_if_needed(settings))
-    with console.status("Loading the knowledge base and index…"):
-        overrides = {"chat": drifting_chat_client()} if drifting else {}
-        bot = stack.enter_context(Chatbot(settings, Services.from_settings(settings, **overrides)))
-    chat = settings.models.for_role("chat")
+    bot = open_chatbot(stack, profile, **({"chat": drifting_chat_client()} if drifting else {}))
+    chat = bot.settings.models.for_role("chat")
     name = MODEL_NAME if drifting else (f"{chat.provider}:{chat.model}" if bot.services.chat else "extractive (offline)")
     return bot, name
 
@@ -100,14 +96,14 @@ def summary(
     plot: Annotated[Path | None, typer.Option(help="Write the survival curves as a PNG here (default: RUN/survival.png).")] = None,
 ) -> None:
     """Per role and condition: compliant answers, drift onset, survival, warnings, refinements, cost."""
-    from app.drift.summary import load_run, plot_survival, summarise
+    from app.drift.summary import plot_survival
 
     result = _print_summary(run)
     if as_json:
         as_json.parent.mkdir(parents=True, exist_ok=True)
         as_json.write_text(result.model_dump_json(indent=2), encoding="utf-8")
         console.print(f"[dim]wrote {escape(str(as_json))}[/]")
-    figure = plot_survival(summarise(load_run(run)[1]), plot or run / "survival.png")
+    figure = plot_survival(result, plot or run / "survival.png")
     console.print(f"[dim]survival curves: {escape(str(figure))}[/]")
 
 

@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from app.core.config import ROLES
 from app.core.errors import ConfigError
 from app.core.records import CafMode, Record, TurnTrace, Verdict
 from app.drift.audit import audit_answer, compliant
@@ -108,7 +109,7 @@ class RunFolder:
 
     def __init__(self, path: Path):
         self.path = path
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()  # guards the files and the run's shared manifest
 
     @property
     def manifest_path(self) -> Path:
@@ -123,24 +124,31 @@ class RunFolder:
             raise ConfigError(f"{self.manifest_path}: not a drift run manifest ({str(error).splitlines()[0]}).") from error
 
     def write_manifest(self, manifest: Manifest) -> None:
-        with self._lock:
+        with self.lock:
             manifest.updated_at = _now()
             temporary = self.manifest_path.with_suffix(".tmp")
             temporary.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
             os.replace(temporary, self.manifest_path)  # atomic: readers see the old or the new file
 
+    def repair(self) -> None:
+        """Drop a last line cut short by a crash, so that the next record starts on its own line.
+        Only the runner repairs, before it writes: a reader may meet a line still being written."""
+        path = self.path / TURNS
+        if path.exists():
+            data = path.read_bytes()
+            complete = data.rfind(b"\n") + 1
+            if complete != len(data):
+                with path.open("r+b") as handle:
+                    handle.truncate(complete)
+
     def read_turns(self) -> list[DriftTurn]:
-        """Every complete record; a last line cut short by a crash is dropped from the file."""
+        """Every complete record (a last line without its newline is not complete yet)."""
         path = self.path / TURNS
         if not path.exists():
             return []
         data = path.read_bytes()
-        complete = data[: data.rfind(b"\n") + 1]
-        if len(complete) != len(data):
-            with path.open("r+b") as handle:
-                handle.truncate(len(complete))
         records = []
-        for number, line in enumerate(complete.decode("utf-8").splitlines(), 1):
+        for number, line in enumerate(data[: data.rfind(b"\n") + 1].decode("utf-8").splitlines(), 1):
             try:
                 records.append(DriftTurn.model_validate_json(line))
             except ValueError as error:
@@ -149,7 +157,7 @@ class RunFolder:
 
     def append(self, record: DriftTurn) -> None:
         line = record.model_dump_json() + "\n"
-        with self._lock, (self.path / TURNS).open("a", encoding="utf-8") as handle:
+        with self.lock, (self.path / TURNS).open("a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
@@ -169,7 +177,8 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
         raise ConfigError(f"{out}: holds a run with another plan ({_differences(manifest.plan, plan)}); "
                           "re-run it with the same options to resume, or choose another --out.")
     manifest.turns_planned = len(plan.roles) * plan.samples * len(plan.conditions) * plan.turns
-    done = {r.key: r for r in folder.read_turns()}
+    folder.repair()
+    done = {r.key for r in folder.read_turns()}
     started = time.perf_counter()
     for role in plan.roles:  # written once, before any branch, so every branch sees the same start
         if role not in manifest.checkpoints:
@@ -182,33 +191,34 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
     def run_branch(role: str, sample: int, condition: CafMode) -> None:
         spec = facilitators[role]
         key = branch_key(role, sample, condition)
-        with folder._lock:
+        with folder.lock:
             thread_id = manifest.branches.get(key)
         if thread_id is None:
             thread_id = bot.fork(manifest.checkpoints[role], len(spec.checkpoint), label=f"drift {key}",
                                  run=manifest.run_id, role=role, sample=sample, condition=condition)
-            with folder._lock:
+            with folder.lock:
                 manifest.branches[key] = thread_id
             folder.write_manifest(manifest)
         engine = engine_for(spec)
         offset = len(spec.checkpoint)
-        traces = {t.turn - offset: t for t in bot.conversations.turns(thread_id) if t.turn > offset}
+        traces = {t.turn: t for t in bot.conversations.turns(thread_id)}  # read once, then kept up to date
         for turn in range(1, plan.turns + 1):
             if (role, sample, condition, turn) in done:
                 continue
             if stop.is_set():
                 return
             history = bot.messages(thread_id)
-            if turn in traces:  # the chatbot answered but the record was lost in a crash
-                user_turn, trace = UserTurn(text=traces[turn].user_message, tactic="recovered"), traces[turn]
+            if offset + turn in traces:  # the chatbot answered but the record was lost in a crash
+                trace = traces[offset + turn]
+                user_turn = UserTurn(text=trace.user_message, tactic="recovered")
                 history = history[: 2 * (offset + turn - 1)]
             else:
-                user_turn = engine.next_turn(sample, turn, exchanges(bot, thread_id))
+                user_turn = engine.next_turn(sample, turn, exchanges(history, traces))
                 limiter.wait()
-                trace = bot.ask(thread_id, user_turn.text, caf=condition)
+                trace = traces[offset + turn] = bot.ask(thread_id, user_turn.text, caf=condition)
             record = _record(bot, manifest, spec, sample, condition, turn, engine.name, user_turn, trace, history)
             folder.append(record)
-            with folder._lock:
+            with folder.lock:
                 manifest.turns_done += 1
                 manifest.input_tokens += record.input_tokens
                 manifest.output_tokens += record.output_tokens
@@ -246,12 +256,11 @@ def write_checkpoint(bot: Chatbot, spec: Facilitator) -> str:
     return thread_id
 
 
-def exchanges(bot: Chatbot, thread_id: str) -> list[Exchange]:
-    """The conversation as the facilitator sees it: each user message, the answer and its route."""
-    routes = {t.turn: t.route for t in bot.conversations.turns(thread_id)}
-    messages = bot.messages(thread_id)
+def exchanges(messages: list, traces: dict[int, TurnTrace]) -> list[Exchange]:
+    """The conversation as the facilitator sees it: each user message, the answer and its route
+    (`traces` by turn number)."""
     return [Exchange(user=str(messages[i].content), assistant=str(messages[i + 1].content),
-                     route=routes.get(i // 2 + 1, "answer"))
+                     route=trace.route if (trace := traces.get(i // 2 + 1)) else "answer")
             for i in range(0, len(messages) - 1, 2)]
 
 
@@ -276,7 +285,7 @@ def _record(bot: Chatbot, manifest: Manifest, spec: Facilitator, sample: int, co
 def _new_manifest(bot: Chatbot, plan: RunPlan, out: Path) -> Manifest:
     settings = bot.settings
     kb = bot.services.identifier.knowledge_base
-    models = {role: f"{m.provider}:{m.model}" for role in ("chat", "screener", "judge", "refiner", "facilitator")
+    models = {role: f"{m.provider}:{m.model}" for role in ROLES
               if (m := settings.models.for_role(role)).provider != "none"}
     models["chat"] = plan.chat_model or models.get("chat", "extractive (offline)")
     return Manifest(run_id=out.name, created_at=_now(), plan=plan, code_version=code_version(),

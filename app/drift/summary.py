@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from app.core.errors import ConfigError
 from app.core.records import Record
 from app.drift.runner import DriftTurn, RunFolder
 
@@ -85,8 +86,6 @@ def load_run(run: Path) -> tuple[str, list[DriftTurn]]:
     folder = RunFolder(run)
     manifest = folder.read_manifest()
     if manifest is None:
-        from app.core.errors import ConfigError
-
         raise ConfigError(f"{run}: no drift run here (no manifest.json); `cafbot drift run` writes one.")
     return manifest.run_id, folder.read_turns()
 

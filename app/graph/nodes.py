@@ -114,8 +114,7 @@ class AnswerNodes:
             identification = self.services.identifier.identify(text, recent=earlier[-2:])
             match = self.services.cards.match(text, self.settings.retrieval,
                                               own_case=screen.personal_advice)
-            if screen.personal_advice and not screen.follow_up and identification.outcome != "clear" \
-                    and (match is None or not match.confident):
+            if _own_case(screen) and identification.outcome != "clear" and (match is None or not match.confident):
                 # A request about one's own case gets a boundary reply, never a menu or "not
                 # covered": from the likeliest sources found, else the nearest boundary card.
                 if identification.outcome == "middling":
@@ -316,10 +315,14 @@ def _route(identification: Identification, screen: InputScreen, match: CardMatch
     the person's own case (the screen's reading, or a matching boundary card), or an answer."""
     if identification.outcome != "clear":
         return "clarify" if identification.outcome == "middling" else "no_match"
-    own_case = screen.personal_advice and not screen.follow_up
-    if own_case or (match is not None and match.confident and match.card.kind == "boundary"):
+    if _own_case(screen) or (match is not None and match.confident and match.card.kind == "boundary"):
         return "boundary"
     return "answer"
+
+
+def _own_case(screen: InputScreen) -> bool:
+    """A request about the writer's own case, made afresh (a follow-up continues the last topic)."""
+    return screen.personal_advice and not screen.follow_up
 
 
 def card_draft(card: AnswerCard, boundary: bool = False) -> str:

@@ -38,8 +38,11 @@ class CardMatcher:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`), the closest boundary card, unless a general
         card is much closer."""
-        general = self._closest(question, settings)
-        boundary = self._closest(question, settings, boundary_only=True) if own_case else None
+        similarities = self._similarities(question)
+        if similarities is None:
+            return None
+        general = self._closest(similarities, settings)
+        boundary = self._closest(similarities, settings, boundary_only=True) if own_case else None
         if boundary is None:
             return general
         if general is not None and general.confident and general.similarity > boundary.similarity + 0.1:
@@ -50,19 +53,23 @@ class CardMatcher:
         """The nearest boundary card above `boundary_card_floor`, however close the others: for a
         request about the person's own case that nothing else answers. Any boundary card is a safe
         reply to such a request; the nearest carries the most relevant safety fact."""
-        if not self.cards or not question.strip():
+        similarities = self._similarities(question)
+        if similarities is None:
             return None
-        similarities = self._matrix() @ self._embed([question])[0]
         best = max((i for i, owner in enumerate(self._owners) if owner.kind == "boundary"),
                    key=lambda i: similarities[i], default=None)
         if best is None or similarities[best] < settings.boundary_card_floor:
             return None
         return CardMatch(self._owners[best], float(similarities[best]), self._phrasings[best], confident=True)
 
-    def _closest(self, question: str, settings: Retrieval, *, boundary_only: bool = False) -> CardMatch | None:
+    def _similarities(self, question: str) -> np.ndarray | None:
+        """The question's cosine to every card phrasing (None: no cards, or nothing asked)."""
         if not self.cards or not question.strip():
             return None
-        similarities = self._matrix() @ self._embed([question])[0]
+        return self._matrix() @ self._embed([question])[0]
+
+    def _closest(self, similarities: np.ndarray, settings: Retrieval, *,
+                 boundary_only: bool = False) -> CardMatch | None:
         best: dict[str, tuple[float, int]] = {}
         for index, similarity in enumerate(similarities):
             if boundary_only and self._owners[index].kind != "boundary":

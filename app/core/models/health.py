@@ -1,10 +1,12 @@
 """Is a model endpoint up? One GET /models, short timeout: `cafbot doctor` and the app's staff
-settings page ask the same question the same way."""
+settings page ask the same question the same way. And waiting for a server that is starting."""
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 
 ENDPOINT_TIMEOUT_S = 3.0
@@ -32,3 +34,20 @@ def endpoint_health(base_url: str, api_key: str | None) -> Health:
         reason = getattr(error, "reason", None) or error
         return Health(False, f"{base_url}: unreachable ({reason})",
                       "start the server, or correct base_url (`cafbot config show`)")
+
+
+def wait_until_ok(url: str, timeout_s: float, *, while_waiting: Callable[[], None] = lambda: None,
+                  interval_s: float = 0.25, request_timeout_s: float = 1.0) -> bool:
+    """Poll `GET url` until it answers 200 (True) or `timeout_s` passes (False). `while_waiting`
+    runs before each try: it may raise, e.g. when the server's process has exited."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        while_waiting()
+        try:
+            with urllib.request.urlopen(url, timeout=request_timeout_s) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(interval_s)
+    return False

@@ -23,8 +23,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from typing import Any
 from app.core.config import ROLES, Provider, Settings
 from app.core.errors import ConfigError, ModelError
 from app.core.files import private_dir, private_file
+from app.core.models.health import wait_until_ok
 
 log = logging.getLogger(__name__)
 
@@ -264,16 +263,8 @@ def _wait_until_ready(process: subprocess.Popen, host: str, port: int, timeout: 
 def _wait_until_ready_url(base_url: str, timeout: float, while_waiting=lambda: None,
                           log_path: Path | None = None) -> None:
     """Poll `GET /models` until the server answers 200."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        while_waiting()
-        try:
-            with urllib.request.urlopen(f"{base_url}/models", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
+    if wait_until_ok(f"{base_url}/models", timeout, while_waiting=while_waiting):
+        return
     where = f"; see {log_path}" if log_path else ""
     raise ModelError("local", "llama.cpp", f"the server did not answer within {timeout:.0f} s{where}")
 
