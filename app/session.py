@@ -91,7 +91,7 @@ class Conversations:
         self._stack = ExitStack()
         try:
             self.checkpointer = self._stack.enter_context(open_checkpointer(settings))
-            self.store = Database.in_data_dir(settings.data_dir)
+            self.store = Database.open(settings.data_dir, settings.store_url)
             self._stack.callback(self.store.close)
         except BaseException:
             self._stack.close()

@@ -21,6 +21,7 @@ from app.cli import (
     judges_cmd,
     kb,
     model_cmd,
+    score_cmd,
     ui_cmd,
 )
 from app.cli.doctor_cmd import doctor
@@ -35,6 +36,7 @@ cli.add_typer(kb.cli, name="kb", help="Check, ingest, index and evaluate a knowl
 cli.add_typer(judges_cmd.cli, name="judges", help="List the judges; evaluate the filter on scenarios.")
 cli.add_typer(eval_cmd.cli, name="eval", help="Measure answer quality on answer keys.")
 cli.add_typer(drift_cmd.cli, name="drift", help="Drift tests: facilitator runs (CAF on/off), summaries, scripted conversations.")
+cli.add_typer(score_cmd.cli, name="score", help="Compliance scoring: items, raters, sheets, analysis, report, AI pre-rating.")
 cli.add_typer(config_cmd.cli, name="config", help="Show the effective configuration.")
 cli.add_typer(conversations_cmd.cli, name="conversations", help="List, show, delete and purge saved conversations.")
 

@@ -226,6 +226,9 @@ class Settings(BaseSettings):
 
     profile: Literal["offline", "local", "openai"] = "offline"
     data_dir: Path = Path(".cafbot")
+    # The store (turn log, scoring): SQLite in data_dir unless a SQLAlchemy URL is given, e.g.
+    # postgresql+psycopg://user:pass@host/cafbot for a team scoring together.
+    store_url: str | None = None
     knowledge_base: Path = DEFAULT_KNOWLEDGE_BASE
     # Sentence embeddings in the tier-0 checks (off: their lexical layers only, e.g. to compare).
     local_embeddings: bool = True
@@ -305,6 +308,8 @@ class Settings(BaseSettings):
         for role in ROLES:
             role_model = self.models.for_role(role)
             data["models"][role]["api_key"] = "****(set)" if role_model.api_key() else "(unset)"
+        if self.store_url and "@" in self.store_url:
+            data["store_url"] = "****"
         if self.checkpointer.postgres_url:
             data["checkpointer"]["postgres_url"] = "****"
         if self.ui.staff_code_hash:

@@ -29,6 +29,7 @@ from app.core.errors import ConfigError
 from app.core.records import CafMode, Record, TurnTrace, Verdict
 from app.drift.audit import audit_answer, compliant
 from app.drift.facilitators import Exchange, FacilitatorEngine, UserTurn
+from app.drift.schema import Exchange as CheckpointTurn
 from app.drift.schema import Facilitator
 from app.session import Chatbot
 
@@ -91,6 +92,9 @@ class Manifest(Record):
     models: dict[str, str]
     settings: dict  # the effective configuration, secrets masked
     checkpoints: dict[str, str] = Field(default_factory=dict)  # role -> thread written once
+    # role -> the checkpoint as written (given answers, and those the bot gave when asked), so a
+    # rater sees each branch's full context without the run's data dir
+    checkpoint_conversations: dict[str, list[CheckpointTurn]] = Field(default_factory=dict)
     branches: dict[str, str] = Field(default_factory=dict)  # "role/sample/condition" -> thread
     turns_done: int = 0
     turns_planned: int = 0
@@ -182,7 +186,10 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
     started = time.perf_counter()
     for role in plan.roles:  # written once, before any branch, so every branch sees the same start
         if role not in manifest.checkpoints:
-            manifest.checkpoints[role] = write_checkpoint(bot, facilitators[role])
+            thread_id = manifest.checkpoints[role] = write_checkpoint(bot, facilitators[role])
+            manifest.checkpoint_conversations[role] = [
+                CheckpointTurn(user=e.user, assistant=e.assistant)
+                for e in exchanges(bot.messages(thread_id), {})]
             folder.write_manifest(manifest)
     limiter = _RateLimiter(rate_per_s)
     progress = on_turn or (lambda _record: None)

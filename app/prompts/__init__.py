@@ -19,8 +19,9 @@ def replies() -> dict[str, str]:
 
 
 @cache
-def _chat_template() -> str:
-    return (PROMPTS_DIR / "chat_system.md").read_text(encoding="utf-8")
+def template(name: str) -> str:
+    """A prompt template beside this file, by name (`prerate` reads prerate.md)."""
+    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
 
 
 def reply(name: str, **values: str) -> str:
@@ -37,7 +38,7 @@ def chat_system_prompt(sources: list[tuple[str, str, str]], warnings: list[tuple
         warning_block = (
             "A reviewer flagged problems in your recent answers. Do not repeat them:\n" + lines + "\n"
         )
-    return _chat_template().format(
+    return template("chat_system").format(
         rules=load_rules().as_prompt(),
         example_id=sources[0][0] if sources else "S01",
         warnings=warning_block,

@@ -6,6 +6,18 @@ LangGraph's checkpointer, which resumes conversations, keeps its own tables.
 """
 
 from app.store.database import Database, StoreError
+from app.store.scores import (
+    AiRating,
+    Assignment,
+    CitedSource,
+    CriterionRating,
+    Exchange,
+    Item,
+    Score,
+    ScoreConflict,
+    ScoreStore,
+)
 from app.store.turns import Conversation, Feedback, TurnConflict, TurnLog
 
-__all__ = ["Conversation", "Database", "Feedback", "StoreError", "TurnConflict", "TurnLog"]
+__all__ = ["AiRating", "Assignment", "CitedSource", "Conversation", "CriterionRating", "Database", "Exchange", "Feedback",
+           "Item", "Score", "ScoreConflict", "ScoreStore", "StoreError", "TurnConflict", "TurnLog"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from app.core.errors import CafbotError
@@ -49,13 +49,64 @@ def _m2_turn_feedback(db: Connection) -> None:
     db.execute(text("ALTER TABLE turns ADD COLUMN feedback TEXT"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_m1_conversations_and_turns, _m2_turn_feedback]
+def _m3_scoring(db: Connection) -> None:
+    # Items are snapshots (question, answer, context, cited sources' text) so a later change to the
+    # knowledge base or the turn log never changes what was scored. `hidden` holds what raters must
+    # not see (run, role, CAF condition, model); only the analysis reads it.
+    db.execute(text("""
+        CREATE TABLE score_items (
+            item_id TEXT PRIMARY KEY,
+            collection TEXT NOT NULL,       -- a drift run's id, or a name given to saved chats
+            created_at TEXT NOT NULL,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            context TEXT NOT NULL,          -- JSON: the earlier exchanges, oldest first
+            sources TEXT NOT NULL,          -- JSON: the cited sources, id, title and text
+            hidden TEXT NOT NULL            -- JSON: role, condition, sample, turn, run, model
+        )"""))
+    db.execute(text("CREATE INDEX score_items_collection ON score_items (collection)"))
+    db.execute(text("CREATE TABLE raters (rater TEXT PRIMARY KEY, created_at TEXT NOT NULL)"))
+    db.execute(text("""
+        CREATE TABLE assignments (
+            rater TEXT NOT NULL REFERENCES raters(rater) ON DELETE CASCADE,
+            item_id TEXT NOT NULL REFERENCES score_items(item_id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,      -- the rater's own shuffled order
+            seed INTEGER NOT NULL,          -- the shuffle's seed, recorded to reproduce it
+            assigned_at TEXT NOT NULL,
+            PRIMARY KEY (rater, item_id)
+        )"""))
+    db.execute(text("""
+        CREATE TABLE scores (
+            rater TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            score INTEGER NOT NULL CHECK (score >= 0 AND score <= 4),
+            criteria TEXT NOT NULL,         -- JSON: criterion id -> ticked, when scored by criterion
+            comment TEXT NOT NULL,
+            scored_at TEXT NOT NULL,
+            via TEXT NOT NULL,              -- app or sheet
+            revisions INTEGER NOT NULL,     -- how many times the rater changed it
+            PRIMARY KEY (rater, item_id),
+            FOREIGN KEY (rater, item_id) REFERENCES assignments(rater, item_id) ON DELETE CASCADE
+        )"""))
+    db.execute(text("""
+        CREATE TABLE ai_ratings (
+            item_id TEXT NOT NULL REFERENCES score_items(item_id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            score INTEGER NOT NULL CHECK (score >= 0 AND score <= 4),
+            criteria TEXT NOT NULL,         -- JSON: criterion id -> {met, reason}
+            rated_at TEXT NOT NULL,
+            PRIMARY KEY (item_id, model)
+        )"""))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_m1_conversations_and_turns, _m2_turn_feedback, _m3_scoring]
 
 
 class Database:
     def __init__(self, url: str):
         self.url = url
-        self._where = url.removeprefix("sqlite:///")
+        self._where = url.removeprefix("sqlite:///") if url.startswith("sqlite") else \
+            make_url(url).render_as_string(hide_password=True)
         try:
             self.engine = _engine(url)
             self._migrate()
@@ -63,6 +114,11 @@ class Database:
             raise StoreError(
                 f"{self._where}: cannot open the store ({_first_line(error)}). If the file is damaged, "
                 "move it aside and run the command again: a new, empty store is created.") from error
+
+    @classmethod
+    def open(cls, data_dir: Path, url: str | None = None) -> Database:
+        """The configured store: `url` if given, else `store.sqlite` in `data_dir`."""
+        return cls(url) if url else cls.in_data_dir(data_dir)
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> Database:

@@ -85,7 +85,7 @@ class TurnLog:
     def turns(self, thread_id: str, *, upto: int | None = None) -> list[TurnTrace]:
         with self.db.engine.connect() as db:
             rows = db.execute(text("""
-                SELECT trace FROM turns WHERE thread_id = :t AND (:upto IS NULL OR turn <= :upto)
+                SELECT trace FROM turns WHERE thread_id = :t AND (CAST(:upto AS INTEGER) IS NULL OR turn <= :upto)
                 ORDER BY turn"""), {"t": thread_id, "upto": upto}).all()
         return [TurnTrace.model_validate_json(row[0]) for row in rows]
 
