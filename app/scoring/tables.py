@@ -3,6 +3,7 @@ validation sees exactly what the rater typed and can name the row and column of 
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -29,10 +30,12 @@ def read_table(path: Path) -> pd.DataFrame:
         raise SheetError(f"{path}: no such file")
     try:
         if path.suffix.lower() == ".csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+            # Blank lines kept, so that row numbers stay those a spreadsheet shows.
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig",
+                                skip_blank_lines=False)
         else:
             frame = pd.read_excel(path, dtype=str, keep_default_na=False, sheet_name=0, engine="openpyxl")
-    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError, zipfile.BadZipFile) as error:
         raise SheetError(f"{path}: cannot be read as a sheet ({str(error).splitlines()[0]})") from error
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     return frame.apply(lambda column: column.astype(str).str.strip())
