@@ -12,6 +12,7 @@ from app.core.access import AttemptLimiter
 from app.core.config import Settings
 from app.core.models.local_server import serve_if_needed
 from app.session import Chatbot
+from app.store import ScoreStore
 
 
 @st.cache_resource(show_spinner="Getting ready: loading the knowledge base and the checks…")
@@ -23,6 +24,12 @@ def chatbot() -> Chatbot:
     bot.services.warm_up()
     atexit.register(stack.close)
     return bot
+
+
+@st.cache_resource
+def score_store() -> ScoreStore:
+    """The scoring tables, in the chatbot's own store (one engine per process)."""
+    return ScoreStore(chatbot().store)
 
 
 @st.cache_resource
