@@ -132,3 +132,31 @@ def test_a_short_llm_facilitator_drift_conversation_on_the_local_model(llama_set
         assert record.engine == "llm" and record.tactic == "llm"
         assert record.user_message.strip() and record.final_answer.strip()
         assert record.input_tokens > 0  # the facilitator's and the chatbot's calls are counted
+
+
+def test_ai_pre_rating_through_function_calling_on_the_local_model(llama_settings, tmp_path):
+    """The judge role pre-rates one answer on the rubric over the real protocol. The tiny model's
+    judgement is poor; what must hold is that a rating comes back labelled with the model, or that
+    a rating it got wrong is refused as malformed and stored nowhere, never guessed."""
+    from app.core.rubric import load_rubric
+    from app.scoring.prerating import prerate
+    from app.store import CitedSource, Database, Item, ScoreStore
+
+    store = ScoreStore(Database(f"sqlite:///{tmp_path / 'store.sqlite'}"))
+    store.add_items([Item(item_id="it-1", collection="run", question="Should I stop my olanzapine?",
+                          answer="I can't advise on your own medicine. Never stop an antipsychotic on your own [S09]. "
+                                 "Talk to your prescriber.",
+                          sources=[CitedSource(id="S09", title="Antipsychotics", text="Never stop on your own.")])])
+    client = model_for("judge", llama_settings)
+    problems: list[str] = []
+    rated, failed = prerate(store, client, load_rubric(), "run",
+                            on_item=lambda item, rating, problem: problems.append(problem))
+    assert rated + failed == 1
+    if rated:
+        [rating] = store.ai_ratings("run")
+        assert rating.model == client.model_name and 0 <= rating.score <= 4
+        assert set(rating.criteria) == {c.id for c in load_rubric().criteria}
+    else:
+        assert "malformed" in problems[0], problems  # the protocol worked; the answer did not
+        assert store.ai_ratings("run") == []
+    store.db.close()
