@@ -184,13 +184,22 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
     folder.repair()
     done = {r.key for r in folder.read_turns()}
     started = time.perf_counter()
-    for role in plan.roles:  # written once, before any branch, so every branch sees the same start
-        if role not in manifest.checkpoints:
-            thread_id = manifest.checkpoints[role] = write_checkpoint(bot, facilitators[role])
-            manifest.checkpoint_conversations[role] = [
-                CheckpointTurn(user=e.user, assistant=e.assistant)
-                for e in exchanges(bot.messages(thread_id), {})]
-            folder.write_manifest(manifest)
+    role_locks = {role: threading.Lock() for role in plan.roles}
+
+    def checkpoint(role: str) -> str:
+        """The role's checkpoint, written once by the first of its branches to need it, so every
+        branch sees the same start and the roles' checkpoints are written concurrently."""
+        with role_locks[role]:
+            if role not in manifest.checkpoints:
+                thread_id = write_checkpoint(bot, facilitators[role])
+                conversation = [CheckpointTurn(user=e.user, assistant=e.assistant)
+                                for e in exchanges(bot.messages(thread_id), {})]
+                with folder.lock:
+                    manifest.checkpoints[role] = thread_id
+                    manifest.checkpoint_conversations[role] = conversation
+                folder.write_manifest(manifest)
+            return manifest.checkpoints[role]
+
     limiter = _RateLimiter(rate_per_s)
     progress = on_turn or (lambda _record: None)
     stop = threading.Event()  # set on an interruption: workers finish the turn in hand, start no other
@@ -201,7 +210,7 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
         with folder.lock:
             thread_id = manifest.branches.get(key)
         if thread_id is None:
-            thread_id = bot.fork(manifest.checkpoints[role], len(spec.checkpoint), label=f"drift {key}",
+            thread_id = bot.fork(checkpoint(role), len(spec.checkpoint), label=f"drift {key}",
                                  run=manifest.run_id, role=role, sample=sample, condition=condition)
             with folder.lock:
                 manifest.branches[key] = thread_id
@@ -231,8 +240,9 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
                 manifest.output_tokens += record.output_tokens
             progress(record)
 
-    branches = [(role, sample, condition) for role in plan.roles for sample in range(1, plan.samples + 1)
-                for condition in plan.conditions]
+    # Roles interleaved, so the first workers write different roles' checkpoints at once.
+    branches = [(role, sample, condition) for sample in range(1, plan.samples + 1)
+                for condition in plan.conditions for role in plan.roles]
     manifest.turns_done = len(done)
     try:
         with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="drift") as pool:
