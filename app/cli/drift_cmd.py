@@ -110,7 +110,8 @@ def summary(
 def _print_summary(run: Path):
     from app.drift.summary import load_run, summarise
 
-    run_id, records = load_run(run)
+    manifest, records = load_run(run)
+    run_id = manifest.run_id
     result = summarise(records, run_id)
     table = Table(title=f"Drift run {escape(run_id)} ({result.turns} turns per conversation)", title_justify="left")
     for column in ("role", "CAF", "compliant", "withheld", "answered", "drifted", "onset", "still compliant by turn", "warn/refine", "ms/turn"):

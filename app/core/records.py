@@ -20,6 +20,11 @@ Route = Literal["answer", "boundary", "crisis", "small_talk", "clarify", "no_mat
 Generator = Literal["llm", "extractive", "card", "fixed"]  # card: a vetted answer card
 
 
+def utc_now() -> str:
+    """Now, in UTC, as ISO 8601: how every record and table stamps its times."""
+    return datetime.now(UTC).isoformat()
+
+
 class Record(BaseModel):
     """The base of every record and data file schema: unknown fields are errors, not ignored."""
 
@@ -148,7 +153,7 @@ class TurnTrace(Record):
 
     thread_id: str = ""
     turn: int = 0
-    started_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
+    started_at: str = Field(default_factory=utc_now)
     user_message: str = ""
     resolved_question: str = ""  # the message read with the conversation, when that changed it
     route: Route = "answer"

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from app.core.errors import ConfigError
 from app.core.records import Record
-from app.drift.runner import DriftTurn, RunFolder
+from app.drift.runner import DriftTurn, Manifest, RunFolder
 
 
 class GroupSummary(Record):
@@ -82,12 +82,12 @@ def onset(conversation: list[DriftTurn]) -> int | None:
     return next((r.turn for r in conversation if not r.compliant), None)
 
 
-def load_run(run: Path) -> tuple[str, list[DriftTurn]]:
+def load_run(run: Path) -> tuple[Manifest, list[DriftTurn]]:
     folder = RunFolder(run)
     manifest = folder.read_manifest()
     if manifest is None:
         raise ConfigError(f"{run}: no drift run here (no manifest.json); `cafbot drift run` writes one.")
-    return manifest.run_id, folder.read_turns()
+    return manifest, folder.read_turns()
 
 
 def plot_survival(summary: RunSummary, path: Path) -> Path:

@@ -19,7 +19,7 @@ from pydantic import model_serializer
 from sklearn.metrics import cohen_kappa_score
 
 from app.core.records import Record
-from app.scoring.tables import SheetError, read_table, require_columns, sheet_row
+from app.scoring.tables import SheetError, read_table, require_columns, sheet_row, whole_number
 
 REQUIRED = ("item_id", "rater", "score")
 ITEM_METADATA = ("role", "condition", "sample", "turn")  # one value per item, on each of its rows
@@ -103,15 +103,11 @@ def load_sheet(path: Path, max_score: int = 4) -> pd.DataFrame:
 
 
 def _whole(text: str, where: str, high: int | None = None) -> int:
-    """`text` as a whole number from 0 (to `high`); accepts "3", "3.0" and 3."""
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
-    if not (number.is_integer() and 0 <= number <= (math.inf if high is None else high)):
+    number = whole_number(text, high)
+    if number is None:
         span = "of 0 or more" if high is None else f"from 0 to {high}"
         raise SheetError(f"{where}: {text} is not a whole number {span}")
-    return int(number)
+    return number
 
 
 # -- the analysis ------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ def check_rater(name: str) -> str:
 
 def assign(store: ScoreStore, collection: str, raters: list[str], *, per_item: int, seed: int) -> dict[str, int]:
     """Give every item of `collection` `per_item` raters; returns the new items per rater."""
-    items = [item.item_id for item in store.items(collection)]
+    items = store.item_ids(collection)
     if not items:
         raise ConfigError(f"collection {collection!r} has no items; add a run first (`cafbot score add-run`).")
     raters = list(dict.fromkeys(check_rater(r) for r in raters))

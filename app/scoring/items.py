@@ -8,7 +8,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from app.core.errors import ConfigError
-from app.drift.runner import DriftTurn, RunFolder
+from app.drift.runner import DriftTurn
+from app.drift.summary import load_run
 from app.kb.loader import KnowledgeBase
 from app.store import CitedSource, Exchange, Item, TurnLog
 
@@ -19,12 +20,9 @@ def item_id(collection: str, thread_id: str, turn: int) -> str:
 
 
 def items_from_run(run: Path, kb: KnowledgeBase) -> list[Item]:
-    folder = RunFolder(run)
-    manifest = folder.read_manifest()
-    if manifest is None:
-        raise ConfigError(f"{run}: no drift run here (no manifest.json); `cafbot drift run` writes one.")
+    manifest, records = load_run(run)
     branches: dict[tuple[str, int, str], list[DriftTurn]] = defaultdict(list)
-    for record in folder.read_turns():
+    for record in records:
         branches[(record.role, record.sample, record.condition)].append(record)
     items = []
     for records in branches.values():

@@ -71,7 +71,7 @@ def write_report(store: ScoreStore, collection: str, folder: Path) -> Path:
         confusion.to_csv(folder / f"ai_confusion_{_slug(model)}.csv", index=False)
         lines += [f"## AI pre-rating by {model} (a comparison only; never a human score)", "",
                   f"{comparison.n} answers rated by both; exact agreement with the human median "
-                  f"{_pct(comparison.exact_agreement)}, within one point {_pct(comparison.within1_agreement)}, "
+                  f"{percent(comparison.exact_agreement)}, within one point {percent(comparison.within1_agreement)}, "
                   f"mean difference (AI − human) {comparison.mean_difference if comparison.mean_difference is None else round(comparison.mean_difference, 2)}.",
                   "", _markdown(confusion), ""]
     return _write(folder, lines)
@@ -134,7 +134,7 @@ def _markdown(table: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def _pct(value: float | None) -> str:
+def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
 

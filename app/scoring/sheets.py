@@ -10,7 +10,14 @@ import pandas as pd
 
 from app.core.records import Record
 from app.core.rubric import Rubric
-from app.scoring.tables import SheetError, read_table, require_columns, sheet_row, write_table
+from app.scoring.tables import (
+    SheetError,
+    read_table,
+    require_columns,
+    sheet_row,
+    whole_number,
+    write_table,
+)
 from app.store import Item, Score, ScoreConflict, ScoreStore
 
 TICKS = {"1": True, "x": True, "yes": True, "y": True, "true": True,
@@ -63,7 +70,7 @@ def import_sheet(store: ScoreStore, rubric: Rubric, path: Path) -> ImportReport:
     criteria = [c.id for c in rubric.criteria if c.id in frame.columns]
     raters = set(store.raters())
     assigned = {(a.rater, a.item_id) for a in store.assignments()}
-    known_items = {item.item_id for item in store.items()}
+    known_items = set(store.item_ids())
     current = {(s.rater, s.item_id): s for s in store.scores()}
     errors: list[str] = []
     seen: dict[tuple[str, str], int] = {}
@@ -100,7 +107,7 @@ def import_sheet(store: ScoreStore, rubric: Rubric, path: Path) -> ImportReport:
         if not row["score"] and not ticks:
             unscored += 1
             continue
-        score = _whole_score(row["score"], rubric.max_score) if row["score"] else None
+        score = whole_number(row["score"], rubric.max_score) if row["score"] else None
         if row["score"] and score is None:
             fail("score", f"{row['score']!r} is not a whole number from 0 to {rubric.max_score}")
             continue
@@ -153,14 +160,6 @@ def _ticks(row: pd.Series, criteria: list[str]) -> tuple[dict[str, bool], list[s
         elif value:
             bad.append(column)
     return ticks, bad
-
-
-def _whole_score(text: str, max_score: int) -> int | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return int(value) if value.is_integer() and 0 <= value <= max_score else None
 
 
 def _context(item: Item) -> str:

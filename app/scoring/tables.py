@@ -3,6 +3,7 @@ validation sees exactly what the rater typed and can name the row and column of 
 
 from __future__ import annotations
 
+import math
 import zipfile
 from pathlib import Path
 
@@ -39,6 +40,15 @@ def read_table(path: Path) -> pd.DataFrame:
         raise SheetError(f"{path}: cannot be read as a sheet ({str(error).splitlines()[0]})") from error
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     return frame.apply(lambda column: column.astype(str).str.strip())
+
+
+def whole_number(text: str, high: int | None = None) -> int | None:
+    """A cell as a whole number from 0 (to `high`), or None; "3", "3.0" and 3 are all 3."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() and 0 <= number <= (math.inf if high is None else high) else None
 
 
 def require_columns(frame: pd.DataFrame, path: Path, columns: tuple[str, ...]) -> None:

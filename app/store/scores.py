@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -14,7 +13,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import IntegrityError
 
 from app.core.errors import CafbotError
-from app.core.records import Record
+from app.core.records import Record, utc_now
 from app.store.database import Database
 
 RATER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
@@ -54,7 +53,7 @@ class Score(Record):
     score: int = Field(ge=0, le=4)
     criteria: dict[str, bool] = Field(default_factory=dict)  # empty when given as a number only
     comment: str = ""
-    scored_at: str = Field(default_factory=lambda: now())
+    scored_at: str = Field(default_factory=utc_now)
     via: Literal["app", "sheet"] = "app"
     revisions: int = 0
 
@@ -71,7 +70,7 @@ class AiRating(Record):
     model: str
     score: int = Field(ge=0, le=4)
     criteria: dict[str, CriterionRating]
-    rated_at: str = Field(default_factory=lambda: now())
+    rated_at: str = Field(default_factory=utc_now)
 
 
 class Assignment(Record):
@@ -100,14 +99,19 @@ class ScoreStore:
 
     def items(self, collection: str | None = None) -> list[Item]:
         with self.db.engine.connect() as db:
-            rows = db.execute(text(f"SELECT {_ITEM_COLUMNS} FROM score_items "
-                                   "WHERE (CAST(:c AS TEXT) IS NULL OR collection = :c) ORDER BY created_at, item_id"),
+            rows = db.execute(text(f"SELECT {_ITEM_COLUMNS} FROM score_items i {_IN_COLLECTION}"),
                               {"c": collection}).all()
         return [_item(row) for row in rows]
 
+    def item_ids(self, collection: str | None = None) -> list[str]:
+        """The ids alone, in the order `items` gives them, without reading the items' text."""
+        with self.db.engine.connect() as db:
+            return [row[0] for row in db.execute(text(f"SELECT i.item_id FROM score_items i {_IN_COLLECTION}"),
+                                                  {"c": collection})]
+
     def item(self, item_id: str) -> Item | None:
         with self.db.engine.connect() as db:
-            row = db.execute(text(f"SELECT {_ITEM_COLUMNS} FROM score_items WHERE item_id = :i"),
+            row = db.execute(text(f"SELECT {_ITEM_COLUMNS} FROM score_items i WHERE i.item_id = :i"),
                              {"i": item_id}).first()
         return _item(row) if row else None
 
@@ -122,7 +126,7 @@ class ScoreStore:
     def add_rater(self, rater: str) -> bool:
         with self.db.engine.begin() as db:
             result = db.execute(text("INSERT INTO raters (rater, created_at) VALUES (:r, :at) "
-                                     "ON CONFLICT (rater) DO NOTHING"), {"r": rater, "at": now()})
+                                     "ON CONFLICT (rater) DO NOTHING"), {"r": rater, "at": utc_now()})
         return bool(result.rowcount)
 
     def raters(self) -> list[str]:
@@ -136,7 +140,7 @@ class ScoreStore:
                 result = db.execute(text("""
                     INSERT INTO assignments (rater, item_id, position, seed, assigned_at)
                     VALUES (:rater, :item_id, :position, :seed, :at) ON CONFLICT (rater, item_id) DO NOTHING"""),
-                    {**a.model_dump(), "at": now()})
+                    {**a.model_dump(), "at": utc_now()})
                 added += result.rowcount
         return added
 
@@ -152,12 +156,12 @@ class ScoreStore:
         """A rater's items in their own order, each with the rater's score so far (or None)."""
         with self.db.engine.connect() as db:
             rows = db.execute(text(f"""
-                SELECT {_ITEM_COLUMNS.replace('item_id', 'i.item_id')}, {_SCORE_COLUMNS_S}
+                SELECT {_ITEM_COLUMNS}, {_SCORE_COLUMNS}
                 FROM assignments a JOIN score_items i ON i.item_id = a.item_id
                 LEFT JOIN scores s ON s.rater = a.rater AND s.item_id = a.item_id
                 WHERE a.rater = :r AND (CAST(:c AS TEXT) IS NULL OR i.collection = :c) ORDER BY a.position"""),
                 {"r": rater, "c": collection}).all()
-        width = len(_ITEM_COLUMNS.split(","))
+        width = _ITEM_COLUMNS.count(",") + 1
         return [(_item(row[:width]), _score(row[width:]) if row[width] is not None else None) for row in rows]
 
     # -- scores ------------------------------------------------------------------------------
@@ -187,7 +191,7 @@ class ScoreStore:
     def scores(self, collection: str | None = None) -> list[Score]:
         with self.db.engine.connect() as db:
             rows = db.execute(text(f"""
-                SELECT {_SCORE_COLUMNS_S} FROM scores s JOIN score_items i ON i.item_id = s.item_id
+                SELECT {_SCORE_COLUMNS} FROM scores s JOIN score_items i ON i.item_id = s.item_id
                 WHERE (CAST(:c AS TEXT) IS NULL OR i.collection = :c) ORDER BY s.item_id, s.rater"""), {"c": collection}).all()
         return [_score(row) for row in rows]
 
@@ -216,12 +220,14 @@ class ScoreStore:
                 for r in rows]
 
 
-_ITEM_COLUMNS = "item_id, collection, created_at, question, answer, context, sources, hidden"
-_SCORE_COLUMNS_S = "s.rater, s.item_id, s.score, s.criteria, s.comment, s.scored_at, s.via, s.revisions"
+# Every query names the items table `i` and the scores table `s`, so one list serves them all.
+_ITEM_COLUMNS = "i.item_id, i.collection, i.created_at, i.question, i.answer, i.context, i.sources, i.hidden"
+_IN_COLLECTION = "WHERE (CAST(:c AS TEXT) IS NULL OR i.collection = :c) ORDER BY i.created_at, i.item_id"
+_SCORE_COLUMNS = "s.rater, s.item_id, s.score, s.criteria, s.comment, s.scored_at, s.via, s.revisions"
 
 
 def _item_row(item: Item) -> dict[str, Any]:
-    return {"item_id": item.item_id, "collection": item.collection, "created_at": item.created_at or now(),
+    return {"item_id": item.item_id, "collection": item.collection, "created_at": item.created_at or utc_now(),
             "question": item.question, "answer": item.answer,
             "context": json.dumps([e.model_dump() for e in item.context]),
             "sources": json.dumps([s.model_dump() for s in item.sources]), "hidden": json.dumps(item.hidden)}
@@ -238,7 +244,7 @@ def _score(row) -> Score:
 
 
 def _score_row(db: Connection, rater: str, item_id: str) -> Score | None:
-    row = db.execute(text(f"SELECT {_SCORE_COLUMNS_S} FROM scores s WHERE s.rater = :r AND s.item_id = :i"),
+    row = db.execute(text(f"SELECT {_SCORE_COLUMNS} FROM scores s WHERE s.rater = :r AND s.item_id = :i"),
                      {"r": rater, "i": item_id}).first()
     return _score(row) if row else None
 
@@ -253,7 +259,3 @@ def _upsert(db: Connection, score: Score) -> Score:
         RETURNING revisions"""),
         {**score.model_dump(exclude={"revisions", "criteria"}), "criteria": json.dumps(score.criteria)}).first()
     return score.model_copy(update={"revisions": row[0]})
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat()

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.core.errors import CafbotError
 from app.core.privacy import mask, mask_record
-from app.core.records import CafMode, Record, TurnTrace
+from app.core.records import CafMode, Record, TurnTrace, utc_now
 from app.store.database import Database
 
 
@@ -44,7 +44,7 @@ class Feedback(Record):
 
     helpful: bool
     comment: str = ""
-    at: str = Field(default_factory=lambda: _now())
+    at: str = Field(default_factory=utc_now)
 
 
 class TurnLog:
@@ -61,7 +61,7 @@ class TurnLog:
                                            forked_at_turn, metadata)
                 VALUES (:thread_id, :created_at, :caf_mode, :label, :parent, :forked_at, :metadata)
                 ON CONFLICT (thread_id) DO NOTHING"""),
-                dict(thread_id=thread_id, created_at=_now(), caf_mode=caf_mode, label=label,
+                dict(thread_id=thread_id, created_at=utc_now(), caf_mode=caf_mode, label=label,
                      parent=parent_thread_id, forked_at=forked_at_turn, metadata=json.dumps(metadata or {})))
 
     def record(self, trace: TurnTrace) -> None:
@@ -140,7 +140,3 @@ class TurnLog:
             db.execute(text("DELETE FROM turns WHERE thread_id = :t"), {"t": thread_id})
             deleted = db.execute(text("DELETE FROM conversations WHERE thread_id = :t"), {"t": thread_id})
         return bool(deleted.rowcount)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()

@@ -12,7 +12,13 @@ from pathlib import Path
 import streamlit as st
 
 from app.core.rubric import load_rubric
-from app.scoring.report import ai_comparisons, analysis_tables, collection_analysis, write_report
+from app.scoring.report import (
+    ai_comparisons,
+    analysis_tables,
+    collection_analysis,
+    percent,
+    write_report,
+)
 from app.scoring.sheets import rater_sheet
 from app.scoring.tables import write_table
 from app.store import ScoreStore
@@ -41,7 +47,7 @@ def render() -> None:
     columns[0].metric("Answers scored", result.n_items)
     columns[1].metric("Raters", result.n_raters)
     columns[2].metric("Scores", result.n_scores)
-    columns[3].metric("Within 1 point", _pct(result.within1_agreement), help="Share of answers whose raters' scores span at most one point")
+    columns[3].metric("Within 1 point", percent(result.within1_agreement), help="Share of answers whose raters' scores span at most one point")
     columns[4].metric("Krippendorff α", "n/a" if result.krippendorff_alpha_ordinal is None else f"{result.krippendorff_alpha_ordinal:.2f}",
                       help="Ordinal; 1 is perfect agreement, 0 is chance")
     for title, table in analysis_tables(result).items():
@@ -54,8 +60,8 @@ def render() -> None:
     for model, comparison in ai_comparisons(store, collection, result).items():
         st.subheader(f"AI pre-rating: {model}")
         st.caption("A model's rating beside the human median: a comparison only, never a score.")
-        st.write(f"{comparison.n} answers; exact agreement {_pct(comparison.exact_agreement)}, "
-                 f"within one point {_pct(comparison.within1_agreement)}.")
+        st.write(f"{comparison.n} answers; exact agreement {percent(comparison.exact_agreement)}, "
+                 f"within one point {percent(comparison.within1_agreement)}.")
     with tempfile.TemporaryDirectory() as folder:
         write_report(store, collection, Path(folder))
         for figure in ("shares.png", "median_by_turn.png"):
@@ -88,7 +94,3 @@ def _zip(folder: Path) -> bytes:
         for file in sorted(folder.iterdir()):
             archive.write(file, file.name)
     return buffer.getvalue()
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
