@@ -10,7 +10,7 @@ import pandas as pd
 
 from app.scoring.analysis import AiComparison, Analysis, analyse, compare_ai
 from app.scoring.sheets import analysis_sheet
-from app.store import ScoreStore
+from app.store import AiRating, ScoreStore
 
 
 def analysis_tables(result: Analysis) -> dict[str, pd.DataFrame]:
@@ -31,10 +31,10 @@ def analysis_tables(result: Analysis) -> dict[str, pd.DataFrame]:
             "Median score per turn": turns, "Pairwise weighted kappa (quadratic)": kappas.round(3)}
 
 
-def ai_comparisons(store: ScoreStore, collection: str, result: Analysis) -> dict[str, AiComparison]:
+def ai_comparisons(ratings: list[AiRating], result: Analysis) -> dict[str, AiComparison]:
     """Each pre-rating model against the human medians."""
     by_model: dict[str, dict[str, int]] = {}
-    for rating in store.ai_ratings(collection):
+    for rating in ratings:
         by_model.setdefault(rating.model, {})[rating.item_id] = rating.score
     return {model: compare_ai(scores, result.median_by_item) for model, scores in by_model.items()}
 
@@ -66,7 +66,7 @@ def write_report(store: ScoreStore, collection: str, folder: Path) -> Path:
         if any(g.median_by_turn for g in result.by_role_condition.values()):
             lines += ["![Median score per turn](median_by_turn.png)", ""]
             _plot_turns(result, folder / "median_by_turn.png")
-    for model, comparison in ai_comparisons(store, collection, result).items():
+    for model, comparison in ai_comparisons(store.ai_ratings(collection), result).items():
         confusion = pd.DataFrame(comparison.confusion).T.rename_axis("human \\ AI").reset_index()
         confusion.to_csv(folder / f"ai_confusion_{_slug(model)}.csv", index=False)
         lines += [f"## AI pre-rating by {model} (a comparison only; never a human score)", "",

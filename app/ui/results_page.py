@@ -4,6 +4,7 @@ downloads of the score table, the raters' blinded sheets and the report."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tempfile
 import zipfile
@@ -57,18 +58,28 @@ def render() -> None:
                 st.table(table.set_index(table.columns[0]).style.format(precision=2))  # small tables: plain HTML, readable and printable
             else:
                 st.caption("(none)")
-    for model, comparison in ai_comparisons(store, collection, result).items():
+    ratings = store.ai_ratings(collection)
+    for model, comparison in ai_comparisons(ratings, result).items():
         st.subheader(f"AI pre-rating: {model}")
         st.caption("A model's rating beside the human median: a comparison only, never a score.")
         st.write(f"{comparison.n} answers; exact agreement {percent(comparison.exact_agreement)}, "
                  f"within one point {percent(comparison.within1_agreement)}.")
+    fingerprint = hashlib.sha256((frame.to_csv(index=False) + repr(
+        [(r.item_id, r.model, r.score) for r in ratings])).encode()).hexdigest()
+    files = _report_files(collection, fingerprint)
+    for figure in ("shares.png", "median_by_turn.png"):
+        if figure in files:
+            st.image(files[figure], caption=figure.removesuffix(".png").replace("_", " "))
+    _downloads(store, collection, frame, report=True, report_zip=_zip(files))
+
+
+@st.cache_data(max_entries=8, show_spinner="Drawing the figures…")
+def _report_files(collection: str, fingerprint: str) -> dict[str, bytes]:
+    """The report's files, drawn again only when the scores or AI ratings change (`fingerprint`),
+    not on every click on the page."""
     with tempfile.TemporaryDirectory() as folder:
-        write_report(store, collection, Path(folder))
-        for figure in ("shares.png", "median_by_turn.png"):
-            if (Path(folder) / figure).exists():
-                st.image(str(Path(folder) / figure), caption=figure.removesuffix(".png").replace("_", " "))
-        report_zip = _zip(Path(folder))
-    _downloads(store, collection, frame, report=True, report_zip=report_zip)
+        write_report(score_store(), collection, Path(folder))
+        return {file.name: file.read_bytes() for file in sorted(Path(folder).iterdir())}
 
 
 def _downloads(store: ScoreStore, collection: str, frame, *, report: bool, report_zip: bytes = b"") -> None:
@@ -88,9 +99,9 @@ def _downloads(store: ScoreStore, collection: str, frame, *, report: bool, repor
                            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 
 
-def _zip(folder: Path) -> bytes:
+def _zip(files: dict[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for file in sorted(folder.iterdir()):
-            archive.write(file, file.name)
+        for name, data in files.items():
+            archive.writestr(name, data)
     return buffer.getvalue()
