@@ -13,7 +13,6 @@ import unicodedata
 from pydantic import BaseModel
 
 from app.core.config import InputLimits
-from app.core.text import looks_english
 
 # Zero-width and bidirectional-override characters: invisible, and used to hide injected text.
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -27,7 +26,6 @@ class CleanedInput(BaseModel):
     notices: list[str] = []
     empty: bool = False
     refused: bool = False
-    likely_english: bool = True
 
 
 def clean_message(raw: str, limits: InputLimits) -> CleanedInput:
@@ -52,4 +50,4 @@ def clean_message(raw: str, limits: InputLimits) -> CleanedInput:
             f"Your message was long, so I read only its first {len(text):,} characters. "
             "If I missed your question, please send it on its own."
         )
-    return CleanedInput(text=text, notices=notices, likely_english=looks_english(text))
+    return CleanedInput(text=text, notices=notices)

@@ -70,7 +70,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
             screen.crisis_layer = f"model (cleared by the screener: {reason})"
     if crisis:
         screen.route = "crisis"
-    elif not cleaned.likely_english:
+    elif not found.english:
         screen.route = "notice"  # the caller fills in the "English only" reply
     elif has_conversation and is_follow_up(cleaned.text):
         screen.follow_up = True

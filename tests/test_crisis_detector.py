@@ -130,3 +130,32 @@ def test_the_learned_layer_catches_indirect_wording_without_false_alarms(embeddi
     for message in ["I'm tired of my medication's side effects, can I ask about switching?",
                     "hi", "thanks!", "good night", "who made you?", "I could murder a pizza"]:
         assert not detect_crisis(message, embedding_resources).flagged, message
+
+
+def test_the_language_is_read_by_the_learned_identifier_not_by_hint_words():
+    english = ["my son won't take his meds, what can we do", "clozapine?", "What causes schizophrenia?",
+               "i wanna die so bad rn", "are side effects worse when you start a med or when you stop it",
+               "ok", "12", "🙂"]
+    other = ["¿Qué es la esquizofrenia y cómo se trata en adultos jóvenes?", "統合失調症とは何ですか",
+             # Polish and Portuguese with words an English word list knows ("i", "no", "a")
+             "Moja siostra napisała mi pożegnalny list i wyłączyła telefon",
+             "Meu filho não dorme há três dias e diz que a vizinha quer envenená-lo",
+             "mera bhai kehta hai ki sab khatam kar dega"]
+    for message in english:
+        assert LEXICAL.screen_model.is_english(message), message
+    for message in other:
+        assert not LEXICAL.screen_model.is_english(message), message
+
+
+def test_a_crisis_in_words_the_language_lexicon_does_not_list_is_caught_by_the_learned_layer():
+    from judges.local import crisis_languages
+
+    for message in ["Mi hermano se ha encerrado en el baño con todas sus pastillas y tampoco contesta",
+                    "Mijn broer zegt dat de stemmen hem opdragen de buurman iets aan te doen"]:
+        assert crisis_languages.find(message) is None, message  # else this tests the lexicon
+        found = crisis.assess(message, LEXICAL)
+        assert found.crisis and found.layer == "model:languages", message
+    for message in ["¿Cuáles son los efectos secundarios de la olanzapina?", "Bonjour, merci pour votre aide",
+                    "Wat zijn de eerste tekenen van een psychose?"]:
+        found = crisis.assess(message, LEXICAL)
+        assert not found.crisis and not found.english, message

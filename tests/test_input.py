@@ -1,5 +1,5 @@
 from app.core.config import InputLimits
-from app.input import clean_message, looks_english
+from app.input import clean_message
 
 LIMITS = InputLimits(max_chars=200)
 
@@ -27,10 +27,3 @@ def test_long_message_is_trimmed_with_a_notice_at_a_word_boundary():
 def test_long_message_can_be_refused_instead():
     cleaned = clean_message("x" * 500, InputLimits(max_chars=200, on_too_long="refuse"))
     assert cleaned.refused and "500" in cleaned.notices[0]
-
-
-def test_language_guess():
-    assert looks_english("my son won't take his meds, what can we do")
-    assert looks_english("clozapine?")
-    assert not looks_english("¿Qué es la esquizofrenia y cómo se trata en adultos jóvenes?")
-    assert not looks_english("統合失調症とは何ですか")

@@ -18,7 +18,8 @@ CITATION = re.compile(rf"\[\s*({_ID}(?:\s*[,;]\s*{_ID})*)\s*\]")
 _ABBREVIATIONS = re.compile(r"\b(e\.g|i\.e|etc|Dr|Mr|Mrs|Ms|vs|approx|St)\.$", re.IGNORECASE)
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _LEADING_CITATIONS = re.compile(rf"^(\s*\[\s*{_ID}(?:\s*[,;]\s*{_ID})*\s*\]\s*[.!?]?)+")
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# Runs of letters in any script: digits and apostrophes split words.
+_WORD = re.compile(r"[^\W\d_]+")
 
 _STEMMER = Stemmer.Stemmer("english")
 
@@ -174,21 +175,3 @@ def is_question(sentence: str) -> bool:
     return strip_citations(sentence).rstrip().endswith("?")
 
 
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-# Common short English words; a message with none of them, written mostly in other scripts or
-# words, is most likely not English.
-_ENGLISH_HINTS = frozenset(
-    ["i", "you", "my", "me", "is", "are", "am", "do", "does", "what", "how", "why", "when", "can", "could", "should", "the", "a", "an", "and", "or", "to", "of", "in", "on", "it", "for", "with", "about", "have", "has", "be", "not", "no", "yes", "he", "she", "they", "we", "his", "her", "their", "our", "this", "that", "meds", "help"]
-)
-
-
-def looks_english(text: str) -> bool:
-    tokens = [w.lower() for w in _WORD.findall(text)]
-    if not tokens:
-        return True  # numbers or emoji only: let retrieval decide
-    latin = sum(1 for w in tokens if w.isascii())
-    if latin / len(tokens) < 0.5:
-        return False
-    if len(tokens) < 4:
-        return True  # too short to judge ("clozapine?", "LAI side effects")
-    return any(w in _ENGLISH_HINTS for w in tokens)

@@ -5,7 +5,8 @@ words (crisis_languages.py), so a crisis never meets the "English only" notice. 
 high-precision English patterns (crisis_patterns.yaml: each with an id and tested examples), read
 after slang, one-letter misspellings and idioms are normalised. (3) The learned layer
 (screen_model.py, a shipped artefact) for everything subtler: veiled farewells, means questions,
-third-person risk, medical emergencies; it also gives the small-talk probability the router uses.
+third-person risk, medical emergencies, in English and (its own variant) in other languages; it
+also gives the small-talk probability the router uses.
 Only a flag from the learned layer alone, below its confident line, may be cleared by an LLM's
 second look; a language or pattern hit never is.
 """
@@ -23,7 +24,7 @@ from pydantic import Field
 
 from app.core.records import Record
 from app.core.spelling import Speller
-from app.core.text import looks_english, split_sentences
+from app.core.text import split_sentences
 from judges.local import crisis_languages, patterns
 from judges.schema import DraftContext, Finding
 
@@ -52,11 +53,12 @@ class Assessment:
 
     crisis: bool
     score: float
-    layer: str = ""  # "language:xx", "pattern:<id>", "model" or ""
+    layer: str = ""  # "language:xx", "pattern:<id>", "model", "model:languages" or ""
     evidence: list[str] = field(default_factory=list)
     small_talk: float = 0.0
     personal_advice: bool = False  # asks for advice on the writer's own case (learned layer)
     clearable: bool = False  # a learned-only flag below its confident line: an LLM may clear it
+    english: bool = True  # the learned language identifier's reading (not read for a pattern hit)
     uncertain: bool = False  # no crisis, but close enough that an LLM should take a second look
 
 
@@ -111,13 +113,16 @@ def assess(text: str, res: Resources) -> Assessment:
         return Assessment(True, 1.0, f"language:{other_language[0]}", [other_language[1]])
     if hit := pattern_hit(text):
         return Assessment(True, 1.0, f"pattern:{hit[0]}", [hit[1]])
-    if not looks_english(text):
-        return Assessment(False, 0.0)  # the learned layer reads English only
-    reading = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK))
+    english = res.screen_model.is_english(text)
+    if english:
+        reading = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK))
+    else:
+        reading = res.screen_model.read_other_language(text)
     if reading.is_crisis:
-        return Assessment(True, reading.crisis, "model", split_sentences(text) or [text],
-                          small_talk=reading.small_talk, clearable=reading.crisis < reading.confident)
-    return Assessment(False, reading.crisis, small_talk=reading.small_talk,
+        return Assessment(True, reading.crisis, "model" if english else "model:languages",
+                          split_sentences(text) or [text], small_talk=reading.small_talk,
+                          clearable=reading.crisis < reading.confident)
+    return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english,
                       personal_advice=reading.personal >= reading.personal_threshold,
                       uncertain=reading.crisis >= reading.second_look)
 

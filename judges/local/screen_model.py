@@ -7,7 +7,13 @@ the user-only messages of scenarios/judges/train. Its classes are fine-grained (
 category; each route and category of the rest), so the model learns what an everyday complaint or
 an idiom looks like instead of "not a health question"; the crisis probability is the sum of the
 crisis classes. Features: word and character n-grams (robust to typos and slang) and, when the
-MiniLM embedder it was trained with is available, the sentence embedding.
+MiniLM embedder it was trained with is available, the sentence embedding. Messages in other
+languages have their own variant: n-grams only (MiniLM reads English only), over the folded text
+the language lexicon reads, fitted on the other-language messages, so a crisis said in words the
+lexicon does not list is still caught. Which reader a message gets is decided by a third model
+trained on the same messages: is it English? (fastText's compact language identifier, tried first,
+took a quarter of our English slang, "i wanna die so bad rn", for German; a word-list guess took
+a quarter of the other languages for English.)
 
 Thresholds are chosen on a dev split cut from train (never on the holdout): the crisis threshold
 is the highest that keeps the screen's dev recall (patterns and model together, as a user turn
@@ -16,6 +22,7 @@ runs them) at `recall_target`. The fitted model is an artefact (judges/local/art
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,16 +35,24 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import FeatureUnion
 
 from app.core.config import REPO_ROOT
-from judges.local import artefacts
+from judges.local import artefacts, crisis_languages
 
 if TYPE_CHECKING:
     from judges.local.resources import Resources
     from judges.scenarios import Scenario
 
 NAME = "input_screen"
-FEATURE_VERSION = 3  # 3: a personal-advice probability (the boundary classes) and its threshold
+# 3: a personal-advice probability (the boundary classes) and its threshold;
+# 4: a variant for other languages; coefficients stored at half precision; 5: a language identifier
+FEATURE_VERSION = 5
 TRAIN_DIRS = (REPO_ROOT / "scenarios" / "screen" / "train", REPO_ROOT / "scenarios" / "judges" / "train")
-SETTINGS = {"c": 10.0, "dev_share": 0.25, "recall_target": 0.95, "seed": 0}
+# Recall targets: in English a missed crisis gets an ordinary answer, so recall comes first; in
+# other languages a miss still gets the "English only" notice, which carries the crisis contacts,
+# as a false alarm's crisis reply does, so the two errors cost nearly the same there.
+SETTINGS = {"c": 10.0, "dev_share": 0.25, "recall_target": 0.96, "recall_target_other_languages": 0.93,
+            "english_kept": 0.999, "seed": 0}
+_LETTER = re.compile(r"[^\W\d_]")
+_WORDS = re.compile(r"[^\W\d_]+")
 
 
 @dataclass(frozen=True)
@@ -70,26 +85,33 @@ def current_hash() -> str | None:
     return artefacts.data_hash(files, SETTINGS) if files else None
 
 
-def training_messages() -> list[tuple[str, str, Scenario]]:
-    """(normalised text, class, scenario) for every English user message the screen learns from:
-    screen scenarios, and judge scenarios that judge the user message alone. A message seen twice
-    keeps its first label; the crisis one when they disagree (recall first)."""
+def english_text(message: str) -> str:
+    """An English message as the learned layer reads it (slang, misspellings and idioms normalised)."""
     from judges.local.crisis import IDIOM_MARK, normalise
+
+    return normalise(message, idiom_mark=IDIOM_MARK)
+
+
+def training_messages(*, english: bool = True) -> list[tuple[str, str, Scenario]]:
+    """(normalised text, class, scenario) for every user message the screen learns from, in English
+    or in the other languages: screen scenarios, and judge scenarios that judge the user message
+    alone. A message seen twice keeps its first label; the crisis one when they disagree (recall
+    first)."""
     from judges.scenarios import load_scenarios
 
     found: dict[str, tuple[str, str, Scenario]] = {}
     for scenario in load_scenarios(training_files()):
-        if scenario.language != "en" or (scenario.response is not None and scenario.route is None):
+        if (scenario.language == "en") != english or (scenario.response is not None and scenario.route is None):
             continue
-        text = normalise(scenario.user, idiom_mark=IDIOM_MARK)
+        text = english_text(scenario.user) if english else crisis_languages.fold(scenario.user)
         if text and (text not in found or scenario.expected == "crisis"):
             found[text] = (text, label(scenario), scenario)
     return list(found.values())
 
 
-def _vectoriser() -> FeatureUnion:
+def _vectoriser(chars: tuple[int, int] = (2, 5)) -> FeatureUnion:
     return FeatureUnion([
-        ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True, min_df=2)),
+        ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=chars, sublinear_tf=True, min_df=2)),
         ("words", TfidfVectorizer(analyzer="word", ngram_range=(1, 2), sublinear_tf=True,
                                   token_pattern=r"(?u)\b\w[\w']*\b")),
     ])
@@ -104,6 +126,9 @@ def _fit(vectoriser: FeatureUnion, texts: list[str], labels: list[str],
          embedded: np.ndarray | None) -> dict[str, Any]:
     classifier = LogisticRegression(C=SETTINGS["c"], class_weight="balanced", max_iter=5000)
     classifier.fit(_features(vectoriser, texts, embedded), labels)
+    # Half precision is plenty for these weights and makes the shipped artefact a third of the
+    # size; rounded before the dev split is scored, so the card describes the model that ships.
+    classifier.coef_ = classifier.coef_.astype(np.float16).astype(np.float32)
     return {"vectoriser": vectoriser, "classifier": classifier}
 
 
@@ -119,11 +144,11 @@ def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarr
     return crisis, small, personal
 
 
-def _threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray) -> float:
+def _threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray, target: float) -> float:
     """The highest threshold at which patterns and model together keep the dev recall target."""
     for t in np.round(np.arange(0.95, 0.04, -0.01), 2):
         caught = by_pattern | (crisis >= t)
-        if caught[is_crisis].mean() >= SETTINGS["recall_target"]:
+        if caught[is_crisis].mean() >= target:
             return float(t)
     return 0.05
 
@@ -170,17 +195,114 @@ def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pat
     }
 
 
-def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
-    """Fit both variants (with and without embeddings), choose thresholds on the dev split and
-    write the artefact. `encode`: texts -> normalised vectors, or None for the lexical variant only."""
-    from judges.local.crisis import pattern_hit
-
-    messages = training_messages()
+def _split(messages: list[tuple[str, str, Scenario]]) -> tuple[list[Any], list[Any]]:
+    """Train and dev rows, stratified by class (a class too small to split, by its kind)."""
     labels = [m[1] for m in messages]
     counts = {c: labels.count(c) for c in set(labels)}
     strata = [c if counts[c] >= 4 else c.split(":")[0] for c in labels]
-    train_rows, dev_rows = train_test_split(messages, test_size=SETTINGS["dev_share"],
-                                            random_state=SETTINGS["seed"], stratify=strata)
+    return train_test_split(messages, test_size=SETTINGS["dev_share"], random_state=SETTINGS["seed"],
+                            stratify=strata)
+
+
+def _with_thresholds(fitted: dict[str, Any], crisis: np.ndarray, truth: np.ndarray,
+                     caught: np.ndarray, target: float) -> dict[str, Any]:
+    """The crisis threshold and the lines either side of it, chosen on the dev split."""
+    threshold = _threshold(crisis, truth, caught, target)
+    fitted["threshold"] = threshold
+    fitted["confident"] = round(threshold + (1 - threshold) / 2, 3)
+    fitted["second_look"] = round(threshold / 2, 3)
+    return fitted
+
+
+def _train_languages(bundle: dict[str, Any], card_metrics: dict[str, Any], thresholds: dict[str, float],
+                     split_sizes: dict[str, int]) -> None:
+    """The variant for messages in other languages: n-grams of the folded text, thresholds counting
+    the language lexicon's hits, as the screen runs them. Its classes are the routes alone (a few
+    dozen messages per language cannot teach each crisis kind), and its character n-grams are
+    shorter: on the dev split of nineteen languages both gave fewer false alarms at the same recall."""
+    messages = [(text, f"{kind.split(':')[0]}:all", scenario)
+                for text, kind, scenario in training_messages(english=False)]
+    train_rows, dev_rows = _split(messages)
+    texts = [t for t, _, _ in train_rows]
+    fitted = _fit(_vectoriser(chars=(1, 3)).fit(texts), texts, [c for _, c, _ in train_rows], None)
+    crisis, small, personal = _probabilities(fitted, [t for t, _, _ in dev_rows], None)
+    truth = np.array([s.expected == "crisis" for _, _, s in dev_rows])
+    by_lexicon = np.array([crisis_languages.find(s.user) is not None for _, _, s in dev_rows])
+    fitted = _with_thresholds(fitted, crisis, truth, by_lexicon, SETTINGS["recall_target_other_languages"])
+    fitted["personal_threshold"] = 1.0  # other languages get the "English only" notice, not advice
+    bundle["languages"] = fitted
+    thresholds["languages.crisis"] = fitted["threshold"]
+    card_metrics["languages"] = _dev_metrics(crisis, small, fitted["threshold"], by_lexicon, dev_rows,
+                                             personal, 1.0)
+    card_metrics["languages"]["lexicon_alone_recall"] = round(float(by_lexicon[truth].mean()), 3)
+    split_sizes.update(languages_train=len(train_rows), languages_dev=len(dev_rows),
+                       languages_crisis_dev=int(truth.sum()))
+
+
+def language_rows() -> list[tuple[str, str, Scenario]]:
+    """(message as written, "en" or "other", scenario) for the language identifier: each message
+    whose script and length do not already decide."""
+    from judges.scenarios import load_scenarios
+
+    found: dict[str, tuple[str, str, Scenario]] = {}
+    for scenario in load_scenarios(training_files()):
+        if _too_short_to_judge(scenario.user) is None:
+            found.setdefault(scenario.user, (scenario.user, "en" if scenario.language == "en" else "other", scenario))
+    return list(found.values())
+
+
+def _train_language_id(bundle: dict[str, Any], card_metrics: dict[str, Any], thresholds: dict[str, float],
+                       split_sizes: dict[str, int]) -> None:
+    """Is a message English? Character n-grams, accents kept (they tell languages apart); the
+    threshold is the highest that keeps `english_kept` of the dev split's English messages English:
+    an English message taken for another language gets the "English only" notice, while another
+    language taken for English still meets the crisis screen and a "not covered" reply."""
+    train_rows, dev_rows = train_test_split(language_rows(), test_size=SETTINGS["dev_share"],
+                                            random_state=SETTINGS["seed"], stratify=[r[1] for r in language_rows()])
+    vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True, min_df=2)
+    texts = [t for t, _, _ in train_rows]
+    classifier = LogisticRegression(C=SETTINGS["c"], class_weight="balanced", max_iter=5000)
+    classifier.fit(vectoriser.fit_transform(texts), [c for _, c, _ in train_rows])
+    classifier.coef_ = classifier.coef_.astype(np.float16).astype(np.float32)
+    fitted = {"vectoriser": vectoriser, "classifier": classifier}
+    english = _english_probability(fitted, [t for t, _, _ in dev_rows])
+    truth = np.array([c == "en" for _, c, _ in dev_rows])
+    threshold = next((float(t) for t in np.round(np.arange(0.95, 0.04, -0.01), 2)
+                      if (english[truth] >= t).mean() >= SETTINGS["english_kept"]), 0.05)
+    fitted["threshold"] = threshold
+    bundle["language_id"] = fitted
+    thresholds["language_id.english"] = threshold
+    card_metrics["language_id"] = {
+        "english_kept": round(float((english[truth] >= threshold).mean()), 4),
+        "other_languages_caught": round(float((english[~truth] < threshold).mean()), 4)}
+    split_sizes.update(language_id_train=len(train_rows), language_id_dev=len(dev_rows))
+
+
+def _too_short_to_judge(message: str) -> bool | None:
+    """English or not when the script or the length decides: mostly non-Latin letters are not
+    English; numbers or emoji alone, and fewer than three words ("ok", "clozapine?", "Hej!"), are
+    read as English (retrieval or small talk copes, and the identifier cannot tell); else None."""
+    letters = _LETTER.findall(message)
+    if not letters:
+        return True
+    if sum(c.isascii() for c in letters) / len(letters) < 0.5:
+        return False
+    return True if len(_WORDS.findall(message)) < 3 else None
+
+
+def _english_probability(fitted: dict[str, Any], messages: list[str]) -> np.ndarray:
+    classifier: LogisticRegression = fitted["classifier"]
+    column = [str(c) for c in classifier.classes_].index("en")
+    return classifier.predict_proba(fitted["vectoriser"].transform(messages))[:, column]
+
+
+def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
+    """Fit the English variants (with and without embeddings) and the other-language one, choose
+    thresholds on the dev split and write the artefact. `encode`: texts -> normalised vectors, or
+    None for the lexical variant only."""
+    from judges.local.crisis import pattern_hit
+
+    train_rows, dev_rows = _split(training_messages())
     dev_texts = [t for t, _, _ in dev_rows]
     truth = np.array([s.expected == "crisis" for _, _, s in dev_rows])
     by_pattern = np.array([pattern_hit(s.user) is not None for _, _, s in dev_rows])
@@ -196,26 +318,27 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
         x_dev = encoder(dev_texts) if encoder else None
         fitted = _fit(vectoriser, train_texts, train_labels, x_train)
         crisis, small, personal = _probabilities(fitted, dev_texts, x_dev)
-        threshold = _threshold(crisis, truth, by_pattern)
-        fitted["threshold"] = threshold
+        fitted = _with_thresholds(fitted, crisis, truth, by_pattern, SETTINGS["recall_target"])
+        threshold = fitted["threshold"]
         fitted["personal_threshold"] = _personal_threshold(
             personal, np.array([s.route == "boundary" for _, _, s in dev_rows]))
-        fitted["confident"] = round(threshold + (1 - threshold) / 2, 3)
-        fitted["second_look"] = round(threshold / 2, 3)
         bundle[variant] = fitted
         thresholds[f"{variant}.crisis"] = threshold
         thresholds[f"{variant}.personal_advice"] = fitted["personal_threshold"]
         card_metrics[variant] = _dev_metrics(crisis, small, threshold, by_pattern, dev_rows,
                                              personal, fitted["personal_threshold"])
+    split_sizes = {"train": len(train_rows), "dev": len(dev_rows), "crisis_train": sum(
+        s.expected == "crisis" for _, _, s in train_rows), "crisis_dev": int(truth.sum())}
+    _train_languages(bundle, card_metrics, thresholds, split_sizes)
+    _train_language_id(bundle, card_metrics, thresholds, split_sizes)
     card = artefacts.ModelCard(
         name=NAME, feature_version=FEATURE_VERSION, data_hash=current_hash() or "",
         data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
-        split_sizes={"train": len(train_rows), "dev": len(dev_rows), "crisis_train": sum(
-            s.expected == "crisis" for _, _, s in train_rows), "crisis_dev": int(truth.sum())},
-        dev_metrics=card_metrics, thresholds=thresholds,
+        split_sizes=split_sizes, dev_metrics=card_metrics, thresholds=thresholds,
         embedder=embedder_name if encode is not None else "",
         notes=("Logistic regression over word and character n-grams (+ MiniLM embedding in the "
-               "'embedded' variant); classes are crisis categories and route:category of the rest. "
+               "'embedded' variant; the 'languages' variant reads messages in other languages); "
+               "classes are crisis categories and route:category of the rest. "
                "Dev metrics count the high-precision patterns too, as the screen runs them. "
                f"Settings: {SETTINGS}."))
     artefacts.save(NAME, bundle, card, out_dir)
@@ -243,11 +366,27 @@ class ScreenModel:
         return self.bundle["lexical"], False
 
     def read(self, normalised: str) -> Reading:
+        """An English message, normalised by `english_text`."""
         variant, embedded = self._variant()
         vectors = self.res.encode([normalised]) if embedded else None
         if embedded and vectors is None:  # the embedder broke since: the lexical variant decides
             variant = self.bundle["lexical"]
-        crisis, small, personal = _probabilities(variant, [normalised], vectors)
+        return self._reading(variant, normalised, vectors)
+
+    def is_english(self, message: str) -> bool:
+        """Whether a message is English, as written."""
+        if (judged := _too_short_to_judge(message)) is not None:
+            return judged
+        language_id = self.bundle["language_id"]
+        return bool(_english_probability(language_id, [message])[0] >= language_id["threshold"])
+
+    def read_other_language(self, message: str) -> Reading:
+        """A message in another language, as written."""
+        return self._reading(self.bundle["languages"], crisis_languages.fold(message), None)
+
+    @staticmethod
+    def _reading(variant: dict[str, Any], text: str, vectors: np.ndarray | None) -> Reading:
+        crisis, small, personal = _probabilities(variant, [text], vectors)
         return Reading(crisis=round(float(crisis[0]), 4), small_talk=round(float(small[0]), 4),
                        threshold=variant["threshold"], confident=variant["confident"],
                        second_look=variant["second_look"], personal=round(float(personal[0]), 4),
