@@ -41,9 +41,13 @@ class ScreenResult:
 
 
 def screen_message(raw: str, *, settings: Settings, resources: Resources, screener: RoleClient | None,
-                   llm_allowed: bool, has_conversation: bool, deadline: Deadline | None = None) -> ScreenResult:
+                   llm_allowed: bool, has_conversation: bool, after_crisis: bool = False,
+                   deadline: Deadline | None = None) -> ScreenResult:
     """Route one message. `llm_allowed`: the filter is on for this turn (the screener may look);
-    `has_conversation`: an earlier answer exists that a follow-up can lean on."""
+    `has_conversation`: an earlier answer exists that a follow-up can lean on; `after_crisis`: the
+    previous turn took the crisis route, so this one stays on it (someone in danger a moment ago
+    who now writes "forget it", "don't give me numbers" or "it was a joke" gets the contacts
+    again, not small talk; a false alarm costs one more crisis reply)."""
     cleaned = clean_message(raw, settings.input)
     screen = InputScreen(text=cleaned.text, notices=list(cleaned.notices))
     result = ScreenResult(screen)
@@ -68,6 +72,9 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
         elif not llm_crisis and crisis:  # only an unsure learned flag reaches here
             crisis = False
             screen.crisis_layer = f"model (cleared by the screener: {reason})"
+    if after_crisis and not crisis:
+        crisis = True
+        screen.crisis_layer, screen.crisis_evidence = "conversation", ["the previous message was a crisis"]
     if crisis:
         screen.route = "crisis"
     elif not found.english:

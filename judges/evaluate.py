@@ -16,7 +16,7 @@ from judges.scenarios import Scenario
 from judges.schema import DraftContext
 
 ResolveSource = Callable[[str], SourceText | None]
-Screen = Callable[[str, bool], str]  # (message, has a conversation) -> route
+Screen = Callable[[str, list[Turn]], str]  # (message, the conversation before it) -> route
 Review = Callable[[DraftContext], CafReport]
 
 
@@ -73,7 +73,7 @@ def judge_scenario(scenario: Scenario, screen: Screen, review: Review, resolve: 
     talk to its reply; a draft, if the scenario has one, is reviewed by the filter."""
     started = time.perf_counter()
     ctx = to_context(scenario, resolve)
-    route = screen(ctx.user, bool(ctx.history))
+    route = screen(ctx.user, ctx.history)
     verdict, flagged_by, report = "pass", [], None
     if route == "crisis":
         verdict, flagged_by = "crisis", ["crisis"]

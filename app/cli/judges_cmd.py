@@ -105,10 +105,13 @@ def eval_judges(
         screener = model_for("screener", settings) if 1 in chosen else None
         mode = "on" if chosen != [0] else "tier0"
 
-        def screen(message: str, has_conversation: bool) -> str:
+        def screen(message: str, history: list) -> str:
+            """As a user turn: the previous user message's route decides `after_crisis`."""
+            earlier = [t.content for t in history if t.role == "user"]
             return screened_route(screen_message(
                 message, settings=settings, resources=resources, screener=screener,
-                llm_allowed=mode == "on", has_conversation=has_conversation).screen)
+                llm_allowed=mode == "on", has_conversation=bool(history),
+                after_crisis=bool(earlier) and screen(earlier[-1], []) == "crisis").screen)
 
         def review(ctx):
             return caf.review(ctx, turn=1, mode=mode).report

@@ -135,7 +135,9 @@ class InputScreen(Record):
     notices: list[str] = Field(default_factory=list)  # told to the user: trimmed, language…
     reply: str | None = None  # for route "notice": the whole reply (empty message, say)
     crisis_score: float = 0.0
-    crisis_layer: str = ""  # what found the crisis: "language:xx", "pattern:<id>", "model", "model:languages", "llm"
+    # what found the crisis: "language:xx", "pattern:<id>", "model", "model:languages", "llm", or
+    # "conversation" (the turn after a crisis)
+    crisis_layer: str = ""
     crisis_evidence: list[str] = Field(default_factory=list)
     small_talk_score: float = 0.0
     personal_advice: bool = False  # asks for advice on the writer's own case: a boundary reply

@@ -78,7 +78,9 @@ class AnswerNodes:
         result = screen_message(
             state.get("user_input", ""), settings=self.settings, resources=self.services.resources,
             screener=self.services.crisis_screener, llm_allowed=context.caf == "on",
-            has_conversation=bool(state.get("messages")), deadline=self.deadline(trace))
+            has_conversation=bool(state.get("messages")),
+            after_crisis=_crisis_in_previous_message(state.get("screen")),
+            deadline=self.deadline(trace))
         screen = result.screen
         trace.user_message, trace.notices = screen.text, list(screen.notices)
         trace.model_calls += result.model_calls
@@ -266,7 +268,8 @@ class AnswerNodes:
     @timed("crisis_response")
     def crisis_response(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "crisis"})
-        return {"answer": crisis_reply(self.settings.crisis_contacts), "trace": trace}
+        continued = state["screen"].crisis_layer == "conversation"
+        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued), "trace": trace}
 
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:
@@ -369,3 +372,9 @@ def draft_context(state: ChatState, services: Services) -> DraftContext:
     history = [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
                for m in state.get("messages", [])[-6:]]
     return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources, history=history)
+
+
+def _crisis_in_previous_message(previous: InputScreen | None) -> bool:
+    """The last message was itself a crisis (not only the turn after one), so this turn stays on
+    the crisis route: one turn, not for ever."""
+    return previous is not None and previous.route == "crisis" and previous.crisis_layer != "conversation"

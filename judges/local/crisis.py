@@ -107,6 +107,11 @@ def pattern_hit(text: str) -> tuple[str, str] | None:
 
 
 def assess(text: str, res: Resources) -> Assessment:
+    """The screen's reading of one message (remembered: the same text is read again later)."""
+    return res.remember("crisis.assess", text, lambda: _assess(text, res))
+
+
+def _assess(text: str, res: Resources) -> Assessment:
     if not text or not text.strip():
         return Assessment(False, 0.0)
     if other_language := crisis_languages.find(text):

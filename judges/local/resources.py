@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,6 +26,8 @@ from judges.local import patterns
 from judges.local.artefacts import ARTEFACTS_DIR
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+REMEMBERED = 4096  # results kept by `remember`, least recently used first out
 
 
 class Resources:
@@ -35,6 +39,7 @@ class Resources:
         self._broken = False
         self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
         self._lock = threading.Lock()
+        self._remembered: OrderedDict[tuple[str, str], object] = OrderedDict()
         from judges.local.role_model import RoleModel  # they read patterns and the text helpers
         from judges.local.screen_model import ScreenModel
 
@@ -72,6 +77,21 @@ class Resources:
                 self._prototypes[key] = vectors
         return vectors
 
+    def remember(self, kind: str, text: str, compute: Callable[[], T]) -> T:
+        """A pure check's result on a text, computed once: a conversation's earlier user turns are
+        screened again with every draft judged, and a drift run's audit screens them once more."""
+        key = (kind, text)
+        with self._lock:
+            if key in self._remembered:
+                self._remembered.move_to_end(key)
+                return self._remembered[key]  # type: ignore[return-value]
+        value = compute()
+        with self._lock:
+            self._remembered[key] = value
+            if len(self._remembered) > REMEMBERED:
+                self._remembered.popitem(last=False)
+        return value
+
     def max_similarity(self, texts: list[str], against: list[str]) -> np.ndarray | None:
         """For each text, its highest cosine similarity to any phrase in `against`."""
         if not texts or not against:
@@ -85,9 +105,10 @@ class Resources:
     def warm_up(self, sources: Iterable[SourceText] = ()) -> float:
         """Embed the prototype phrases and the given sources, and run each learned check once, so
         that the first turn is as fast as the others. Returns the seconds it took."""
-        from judges.local import grounding
+        from judges.local import crisis_languages, grounding
 
         started = time.perf_counter()
+        crisis_languages.find("warm-up")  # compiles the lexicon of every language
         if self.embeddings:
             self.prototypes(patterns.section("uncited")["allowed_prototypes"])
             self.encode([u for s in sources for u in grounding.units(s.text)])
