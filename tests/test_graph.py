@@ -210,7 +210,7 @@ def test_the_screener_llm_may_clear_only_an_unsure_flag_of_the_learned_layer(mak
     monkeypatch.setattr(model, "read", lambda _text: sure)
     screener = screener_saying(False)
     bot.services.crisis_screener = screener
-    kept = bot.ask(bot.new_thread(), "What is a depot injection?")
+    kept = bot.ask(bot.new_thread(), "How often is a depot given?")  # a new text: readings are remembered
     assert kept.route == "crisis" and screener.llm.prompts == []  # a confident flag is not even asked
 
 
