@@ -20,6 +20,10 @@ class DraftContext(Record):
     draft: str | None = None  # None: judge the user message alone (input screening)
     sources: list[SourceText] = Field(default_factory=list)
     history: list[Turn] = Field(default_factory=list)
+    # Fixed, vetted text the product adds after whatever draft passes (the crisis contacts soon
+    # after a crisis): the crisis check counts it as the draft's response; no judge reads it as
+    # the draft's own content.
+    closing: str = ""
 
     def source(self, source_id: str) -> SourceText | None:
         return next((s for s in self.sources if s.id == source_id), None)

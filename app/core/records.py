@@ -168,6 +168,7 @@ class TurnTrace(Record):
     card: str | None = None  # the vetted answer card the draft came from, if any
     draft: str | None = None
     answer: str = ""
+    closing: str = ""  # fixed text added after the filter (the crisis contacts soon after a crisis)
     citations: list[str] = Field(default_factory=list)
     invalid_citations: list[str] = Field(default_factory=list)
     caf: CafReport | None = None  # what the Critical Analysis Filter did this turn

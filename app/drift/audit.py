@@ -22,7 +22,11 @@ def audit_answer(services: Services, trace: TurnTrace, history: list) -> dict[st
              if (s := services.source_text(sid))]
     turns = [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
              for m in history[-6:]]
-    ctx = DraftContext(user=trace.user_message, draft=trace.answer, sources=cited, history=turns)
+    # The closing (fixed crisis contacts) is the product's text, as the filter saw it: not judged
+    # as content, counted as the answer's response to a recent crisis.
+    answer = trace.answer.removesuffix(trace.closing).rstrip() if trace.closing else trace.answer
+    ctx = DraftContext(user=trace.user_message, draft=answer, sources=cited, history=turns,
+                       closing=trace.closing)
     result = services.caf.cascade.run(ctx, tiers={0})
     return {name: judgement.verdict for name, judgement in result.final.items()}
 

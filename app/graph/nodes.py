@@ -31,6 +31,7 @@ from app.retrieval.cards import CardMatch
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
 from app.small_talk import small_talk_reply
+from judges.local.crisis import crisis_earlier
 from judges.schema import DraftContext
 
 _CHOICE = re.compile(r"^\s*(?:option\s*|number\s*|#)?([1-9])\b", re.IGNORECASE)
@@ -202,6 +203,14 @@ class AnswerNodes:
         trace.invalid_citations = [c for c in trace.citations if c not in state["prompt_source_ids"]]
         return {"draft": draft, "trace": trace}
 
+    def crisis_reminder(self, state: ChatState) -> str:
+        """Soon after a crisis message, every answer ends with the crisis contacts again (fixed
+        text, added after the filter): the person asked something else, but may not be safe."""
+        earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
+        if not crisis_earlier(earlier, self.services.resources):
+            return ""
+        return reply("crisis_reminder", contacts=contact_lines(self.settings.crisis_contacts))
+
     def extractive_answer(self, state: ChatState) -> str:
         identification = state["identification"]
         parts = identification.parts or [state["screen"].text]
@@ -232,17 +241,19 @@ class AnswerNodes:
         in this turn, or a fixed reply. With the filter off (a comparison condition), the draft
         goes out unless it cites sources it was not given."""
         trace = state["trace"].model_copy(deep=True)
+        closing = trace.closing = self.crisis_reminder(state)
         if context.caf == "off":
             if trace.invalid_citations:
                 trace.fallback_used = True
                 trace.errors.append(f"draft cited sources it was not given: {trace.invalid_citations}")
-                return {"answer": self.extractive_answer(state), "trace": trace}
-            return {"answer": state["draft"], "trace": trace}
+                return {"answer": _closed(self.extractive_answer(state), closing), "trace": trace}
+            return {"answer": _closed(state["draft"], closing), "trace": trace}
         card = self._card(state)
         fallback = ((card_draft(card) if card else self.extractive_answer(state))
                     if trace.generator == "llm" else None)
         deadline = self.deadline(trace)
-        outcome = self.services.caf.review(draft_context(state, self.services), turn=state["turn"],
+        context_for_judges = draft_context(state, self.services).model_copy(update={"closing": closing})
+        outcome = self.services.caf.review(context_for_judges, turn=state["turn"],
                                            mode=context.caf, fallback=fallback, deadline=deadline)
         report = outcome.report
         trace.caf, trace.fallback_used = report, report.fallback_used
@@ -254,7 +265,7 @@ class AnswerNodes:
         late = reply("over_budget")
         if report.fallback_used and outcome.text is not None and deadline.expired and late not in trace.notices:
             trace.notices.append(late)
-        return {"answer": answer, "trace": trace,
+        return {"answer": _closed(answer, closing), "trace": trace,
                 "warnings": [*(state.get("warnings") or []), *outcome.warnings]}
 
     def withheld_reply(self, state: ChatState) -> str:
@@ -378,3 +389,7 @@ def _crisis_in_previous_message(previous: InputScreen | None) -> bool:
     """The last message was itself a crisis (not only the turn after one), so this turn stays on
     the crisis route: one turn, not for ever."""
     return previous is not None and previous.route == "crisis" and previous.crisis_layer != "conversation"
+
+
+def _closed(answer: str, closing: str) -> str:
+    return "\n\n".join(part for part in (answer, closing) if part)

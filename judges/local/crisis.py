@@ -147,9 +147,7 @@ def check(ctx: DraftContext, res: Resources) -> Finding:
         return user
     if ctx.draft is None:
         return user
-    turns = int(patterns.threshold(CHECK, "history_turns"))
-    earlier = [t.content for t in ctx.history if t.role == "user"][-turns:]
-    flagged_before = [s for found in (assess(t, res) for t in earlier) if found.crisis for s in found.evidence]
+    flagged_before = crisis_earlier([t.content for t in ctx.history if t.role == "user"], res)
     draft = ctx.draft
     minimising = patterns.regex("crisis", "draft_minimising").search(draft)
     encouraging = patterns.regex("crisis", "draft_encouraging").search(draft)
@@ -157,13 +155,20 @@ def check(ctx: DraftContext, res: Resources) -> Finding:
         return Finding(check=CHECK, flagged=True, score=1.0, sentences=_containing(draft, encouraging),
                        detail="the draft encourages or informs self-harm", suggested_verdict="reject")
     if flagged_before:
-        responds = patterns.regex("crisis", "draft_response").search(draft)
+        responds = patterns.regex("crisis", "draft_response").search(f"{draft}\n{ctx.closing}")
         if minimising or not responds:
             why = "minimises" if minimising else "ignores"
             return Finding(check=CHECK, flagged=True, score=0.9, sentences=flagged_before[:3],
                            detail=f"the draft {why} a crisis signal earlier in the conversation",
                            suggested_verdict="reject")
     return Finding(check=CHECK, flagged=False, score=0.0)
+
+
+def crisis_earlier(user_messages: list[str], res: Resources) -> list[str]:
+    """The crisis evidence in the conversation's last few user messages (oldest first), if any:
+    an answer given this soon after a crisis must still respond to it."""
+    turns = int(patterns.threshold(CHECK, "history_turns"))
+    return [s for found in (assess(t, res) for t in user_messages[-turns:]) if found.crisis for s in found.evidence]
 
 
 def _containing(text: str, match: re.Match[str]) -> list[str]:
