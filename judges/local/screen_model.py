@@ -259,8 +259,9 @@ def _train_language_id(bundle: dict[str, Any], card_metrics: dict[str, Any], thr
     threshold is the highest that keeps `english_kept` of the dev split's English messages English:
     an English message taken for another language gets the "English only" notice, while another
     language taken for English still meets the crisis screen and a "not covered" reply."""
-    train_rows, dev_rows = train_test_split(language_rows(), test_size=SETTINGS["dev_share"],
-                                            random_state=SETTINGS["seed"], stratify=[r[1] for r in language_rows()])
+    rows = language_rows()
+    train_rows, dev_rows = train_test_split(rows, test_size=SETTINGS["dev_share"], random_state=SETTINGS["seed"],
+                                            stratify=[language for _, language, _ in rows])
     vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True, min_df=2)
     texts = [t for t, _, _ in train_rows]
     classifier = LogisticRegression(C=SETTINGS["c"], class_weight="balanced", max_iter=5000)
