@@ -34,9 +34,14 @@ def kind_of(text: str) -> str:
     return next((kind for kind, rx in _KINDS if rx.search(lowered)), "other")
 
 
-def small_talk_reply(text: str, questions: list[str], asked: set[str], *, seed: int = 0) -> str:
-    """The reply for this kind of small talk, with up to three example questions not yet asked."""
+EXAMPLES_FROM = 12  # the sources a first visit hears about: the knowledge base's core topics come first
+
+
+def small_talk_reply(text: str, headline_questions: list[str], asked: set[str], *, seed: int = 0) -> str:
+    """The reply for this kind of small talk, with up to three example questions not yet asked:
+    each source's headline question (the first of its `questions:`), in the knowledge base's
+    order, picked from the first few still unasked, so a newcomer hears about the core topics."""
     kind = kind_of(text)
-    fresh = [q for q in questions if q.lower() not in asked]
+    fresh = [q for q in headline_questions if q.lower() not in asked][:EXAMPLES_FROM]
     examples = random.Random(seed).sample(fresh, k=min(3, len(fresh)))
     return reply(f"small_talk_{kind}", examples="\n".join(f"- {q}" for q in examples))

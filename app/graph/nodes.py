@@ -286,7 +286,7 @@ class AnswerNodes:
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "small_talk"})
         asked = {str(m.content).lower() for m in state.get("messages", []) if isinstance(m, HumanMessage)}
-        questions = [q for source in self.services.identifier.knowledge_base for q in source.questions]
+        questions = [source.questions[0] for source in self.services.identifier.knowledge_base if source.questions]
         answer = small_talk_reply(state["screen"].text, questions, asked, seed=state["turn"])
         return {"answer": answer, "trace": trace}
 
