@@ -236,7 +236,8 @@ def soak(bot: Chatbot, faults: Faults, *, turns: int, writers: int, conversation
             report.fallbacks += trace.fallback_used
             if trace.route != "answer" or trace.caf is None:
                 continue
-            delivered = _normal(trace.answer)
+            # Notices go before it and the fixed crisis contacts (the turn's closing) after it.
+            delivered = _normal(trace.answer.removesuffix(trace.closing))
             if _normal(withheld_start) in delivered:  # after any notice
                 report.withheld += 1
                 continue
