@@ -60,7 +60,8 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.crisis_score, screen.crisis_layer, screen.crisis_evidence = found.score, found.layer, found.evidence
     screen.small_talk_score, screen.personal_advice = found.small_talk, found.personal_advice
     mode = settings.caf.llm_crisis_screen
-    if screener is not None and llm_allowed and needs_second_look(found, mode):
+    # After a crisis the route is crisis whatever the screener says: no call to make.
+    if screener is not None and llm_allowed and not after_crisis and needs_second_look(found, mode):
         llm_crisis, reason, call = second_look(screener, cleaned.text, deadline)
         if call is not None:
             result.model_calls.append(call)

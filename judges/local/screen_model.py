@@ -35,6 +35,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import FeatureUnion
 
 from app.core.config import REPO_ROOT
+from app.core.text import words
 from judges.local import artefacts, crisis_languages
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ TRAIN_DIRS = (REPO_ROOT / "scenarios" / "screen" / "train", REPO_ROOT / "scenari
 SETTINGS = {"c": 10.0, "dev_share": 0.25, "recall_target": 0.96, "recall_target_other_languages": 0.93,
             "english_kept": 0.999, "seed": 0}
 _LETTER = re.compile(r"[^\W\d_]")
-_WORDS = re.compile(r"[^\W\d_]+")
 
 
 @dataclass(frozen=True)
@@ -85,25 +85,19 @@ def current_hash() -> str | None:
     return artefacts.data_hash(files, SETTINGS) if files else None
 
 
-def english_text(message: str) -> str:
-    """An English message as the learned layer reads it (slang, misspellings and idioms normalised)."""
-    from judges.local.crisis import IDIOM_MARK, normalise
-
-    return normalise(message, idiom_mark=IDIOM_MARK)
-
-
 def training_messages(*, english: bool = True) -> list[tuple[str, str, Scenario]]:
     """(normalised text, class, scenario) for every user message the screen learns from, in English
     or in the other languages: screen scenarios, and judge scenarios that judge the user message
     alone. A message seen twice keeps its first label; the crisis one when they disagree (recall
     first)."""
+    from judges.local.crisis import IDIOM_MARK, normalise
     from judges.scenarios import load_scenarios
 
     found: dict[str, tuple[str, str, Scenario]] = {}
     for scenario in load_scenarios(training_files()):
         if (scenario.language == "en") != english or (scenario.response is not None and scenario.route is None):
             continue
-        text = english_text(scenario.user) if english else crisis_languages.fold(scenario.user)
+        text = normalise(scenario.user, idiom_mark=IDIOM_MARK) if english else crisis_languages.fold(scenario.user)
         if text and (text not in found or scenario.expected == "crisis"):
             found[text] = (text, label(scenario), scenario)
     return list(found.values())
@@ -126,12 +120,16 @@ def _features(vectoriser: FeatureUnion, texts: list[str], embedded: np.ndarray |
 
 def _fit(vectoriser: FeatureUnion, texts: list[str], labels: list[str],
          embedded: np.ndarray | None) -> dict[str, Any]:
+    return {"vectoriser": vectoriser, "classifier": _classifier(_features(vectoriser, texts, embedded), labels)}
+
+
+def _classifier(x: Any, labels: list[str]) -> LogisticRegression:
     classifier = LogisticRegression(C=SETTINGS["c"], class_weight="balanced", max_iter=5000)
-    classifier.fit(_features(vectoriser, texts, embedded), labels)
+    classifier.fit(x, labels)
     # Half precision is plenty for these weights and makes the shipped artefact a third of the
     # size; rounded before the dev split is scored, so the card describes the model that ships.
     classifier.coef_ = classifier.coef_.astype(np.float16).astype(np.float32)
-    return {"vectoriser": vectoriser, "classifier": classifier}
+    return classifier
 
 
 def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarray | None
@@ -264,14 +262,12 @@ def _train_language_id(bundle: dict[str, Any], card_metrics: dict[str, Any], thr
                                             stratify=[language for _, language, _ in rows])
     vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True, min_df=2)
     texts = [t for t, _, _ in train_rows]
-    classifier = LogisticRegression(C=SETTINGS["c"], class_weight="balanced", max_iter=5000)
-    classifier.fit(vectoriser.fit_transform(texts), [c for _, c, _ in train_rows])
-    classifier.coef_ = classifier.coef_.astype(np.float16).astype(np.float32)
-    fitted = {"vectoriser": vectoriser, "classifier": classifier}
+    fitted = {"vectoriser": vectoriser,
+              "classifier": _classifier(vectoriser.fit_transform(texts), [c for _, c, _ in train_rows])}
     english = _english_probability(fitted, [t for t, _, _ in dev_rows])
     truth = np.array([c == "en" for _, c, _ in dev_rows])
-    threshold = next((float(t) for t in np.round(np.arange(0.95, 0.04, -0.01), 2)
-                      if (english[truth] >= t).mean() >= SETTINGS["english_kept"]), 0.05)
+    # The same scan as the crisis thresholds, with "English" for "crisis" and nothing else to help.
+    threshold = _threshold(english, truth, np.zeros_like(truth), SETTINGS["english_kept"])
     fitted["threshold"] = threshold
     bundle["language_id"] = fitted
     thresholds["language_id.english"] = threshold
@@ -290,7 +286,7 @@ def _too_short_to_judge(message: str) -> bool | None:
         return True
     if sum(c.isascii() for c in letters) / len(letters) < 0.5:
         return False
-    return True if len(_WORDS.findall(message)) < 3 else None
+    return True if len(words(message)) < 3 else None
 
 
 def _english_probability(fitted: dict[str, Any], messages: list[str]) -> np.ndarray:
@@ -369,7 +365,7 @@ class ScreenModel:
         return self.bundle["lexical"], False
 
     def read(self, normalised: str) -> Reading:
-        """An English message, normalised by `english_text`."""
+        """An English message, normalised as `crisis.normalise` does with the idiom mark."""
         variant, embedded = self._variant()
         vectors = self.res.encode([normalised]) if embedded else None
         if embedded and vectors is None:  # the embedder broke since: the lexical variant decides
