@@ -33,7 +33,7 @@ def kb_with_card(tmp_path: Path, body: str) -> Path:
 
 def test_the_shipped_cards_load_and_cite_only_trusted_sources(knowledge_base):
     assert len(knowledge_base.cards) >= 30
-    assert {c.kind for c in knowledge_base.cards} == {"answer", "boundary"}
+    assert {c.kind for c in knowledge_base.cards} == {"answer", "boundary", "urgent"}
     for card in knowledge_base.cards:
         assert card.sources and all(s in knowledge_base for s in card.sources), card.id
         assert not card.uncited_sentences(), card.id

@@ -115,8 +115,9 @@ class AnswerNodes:
             earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
             text = resolve_references(text, earlier)  # "is it safe with alcohol?" -> "is clozapine …"
             identification = self.services.identifier.identify(text, recent=earlier[-2:])
-            match = self.services.cards.match(text, self.settings.retrieval,
-                                              own_case=screen.personal_advice)
+            match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen))
+            if screen.urgent and match is not None and match.card.kind == "boundary":
+                match = None  # someone unwell now hears how to get help first, not what we cannot do
             if _own_case(screen) and identification.outcome != "clear" and (match is None or not match.confident):
                 # A request about one's own case gets a boundary reply, never a menu or "not
                 # covered": from the likeliest sources found, else the nearest boundary card.
@@ -124,6 +125,10 @@ class AnswerNodes:
                     identification = identification.model_copy(update={"outcome": "clear"})
                 else:
                     match = self.services.cards.nearest_boundary(text, self.settings.retrieval)
+            if screen.urgent and (lead := self._urgent_card()):
+                # Someone unwell now gets how to get help today (the lead's sources go in with
+                # what was found), never a menu or "not covered".
+                identification = _with_lead_sources(identification, lead, self.services)
             if match is not None and match.confident:
                 identification = _with_card_sources(identification, match.card, self.services)
         confident = match is not None and match.confident
@@ -138,6 +143,18 @@ class AnswerNodes:
         wanted = state.get("card")
         return next((c for c in self.services.cards.cards if c.id == wanted), None) if wanted else None
 
+    def _urgent_card(self) -> AnswerCard | None:
+        return next((c for c in self.services.cards.cards if c.kind == "urgent"), None)
+
+    def _lead(self, state: ChatState) -> str:
+        """What an answer about someone unwell now opens with: how to get help today (the urgent
+        card), before anything the sources say about the situation."""
+        card = self._urgent_card()
+        delivered = state.get("card_confident") and state.get("card") == getattr(card, "id", None)
+        if not state["screen"].urgent or card is None or state["trace"].route != "answer" or delivered:
+            return ""
+        return card.body
+
     def _last_answer_sources(self, state: ChatState) -> list[Candidate]:
         in_play = state.get("sources_in_play") or {}
         latest = max(in_play.values(), default=0)
@@ -151,6 +168,8 @@ class AnswerNodes:
         turn, prompting = state["turn"], self.settings.prompting
         chosen = [c.source_id for c in state["identification"].candidates]
         required = set(card.sources) if (card := self._card(state)) else set(chosen[:1])
+        if self._lead(state) and (lead := self._urgent_card()):
+            required |= set(lead.sources)  # the lead cites them
         recent = [sid for sid, last in sorted((state.get("sources_in_play") or {}).items(),
                                               key=lambda item: -item[1])
                   if last >= turn - prompting.keep_sources_for_turns and sid not in chosen]
@@ -198,7 +217,7 @@ class AnswerNodes:
                 over = self.deadline(trace).expired
                 trace.notices.append(reply("over_budget" if over else "model_unavailable"))
                 draft, trace.generator = self.extractive_answer(state), "extractive"
-        trace.draft = draft
+        draft = trace.draft = _joined(self._lead(state), draft)
         trace.citations = _unique(citations_in(draft))
         trace.invalid_citations = [c for c in trace.citations if c not in state["prompt_source_ids"]]
         return {"draft": draft, "trace": trace}
@@ -229,6 +248,7 @@ class AnswerNodes:
         # A follow-up gets what was not said yet.
         said = [str(m.content) for m in state.get("messages", []) if isinstance(m, AIMessage)] \
             if state["screen"].follow_up else []
+        said.append(self._lead(state))  # the lead already says how to get help
         answer = compose_extractive_answer(parts, docs, self.services.embed, already_said=said)
         if state["trace"].route == "boundary":  # what the bot cannot do, the facts, who to ask
             body = answer.removesuffix(reply("verification_reminder")).strip()
@@ -246,10 +266,11 @@ class AnswerNodes:
             if trace.invalid_citations:
                 trace.fallback_used = True
                 trace.errors.append(f"draft cited sources it was not given: {trace.invalid_citations}")
-                return {"answer": _closed(self.extractive_answer(state), closing), "trace": trace}
+                return {"answer": _closed(_joined(self._lead(state), self.extractive_answer(state)), closing),
+                        "trace": trace}
             return {"answer": _closed(state["draft"], closing), "trace": trace}
         card = self._card(state)
-        fallback = ((card_draft(card) if card else self.extractive_answer(state))
+        fallback = (_joined(self._lead(state), card_draft(card) if card else self.extractive_answer(state))
                     if trace.generator == "llm" else None)
         deadline = self.deadline(trace)
         context_for_judges = draft_context(state, self.services).model_copy(update={"closing": closing})
@@ -335,8 +356,10 @@ def _route(identification: Identification, screen: InputScreen, match: CardMatch
 
 
 def _own_case(screen: InputScreen) -> bool:
-    """A request about the writer's own case, made afresh (a follow-up continues the last topic)."""
-    return screen.personal_advice and not screen.follow_up
+    """A request about the writer's own case, made afresh (a follow-up continues the last topic).
+    Someone unwell now is not told first what the bot cannot do: the answer leads with getting
+    help today."""
+    return screen.personal_advice and not screen.follow_up and not screen.urgent
 
 
 def card_draft(card: AnswerCard, boundary: bool = False) -> str:
@@ -353,6 +376,16 @@ def _with_card_sources(found: Identification, card: AnswerCard, services: Servic
     first = [Candidate(source_id=sid, title=title, confidence=1.0) for sid, title in titles.items()]
     rest = [c for c in found.candidates if c.source_id not in titles] if found.outcome == "clear" else []
     return found.model_copy(update={"outcome": "clear", "candidates": [*first, *rest]})
+
+
+def _with_lead_sources(found: Identification, lead: AnswerCard, services: Services) -> Identification:
+    """What retrieval found clear first (the situation), then the lead card's sources (getting
+    help); when nothing was clear, the lead's sources alone."""
+    ahead = found.candidates if found.outcome == "clear" else []
+    have = {c.source_id for c in ahead}
+    lead_sources = [Candidate(source_id=sid, title=doc.title, confidence=1.0)
+                    for sid in lead.sources if sid not in have and (doc := services.source_text(sid))]
+    return found.model_copy(update={"outcome": "clear", "candidates": [*ahead, *lead_sources]})
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -391,5 +424,9 @@ def _crisis_in_previous_message(previous: InputScreen | None) -> bool:
     return previous is not None and previous.route == "crisis" and previous.crisis_layer != "conversation"
 
 
+def _joined(*parts: str) -> str:
+    return "\n\n".join(part for part in parts if part)
+
+
 def _closed(answer: str, closing: str) -> str:
-    return "\n\n".join(part for part in (answer, closing) if part)
+    return _joined(answer, closing)

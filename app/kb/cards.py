@@ -4,6 +4,8 @@ A card lives in the knowledge base's `answers/` folder as Markdown with front ma
 question confidently matches one of its `questions`, the card is the draft (still checked by the
 filter, like any draft). A `boundary` card answers a request about the person's own case: one
 uncited opening sentence on what the bot cannot do, then the general safety facts and who to ask.
+An `urgent` card is the lead of an answer about someone unwell now: one uncited opening sentence
+that takes the worry seriously, then how to get help today.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ class CardMeta(BaseModel):
     id: str = Field(pattern=ID_PATTERN)
     title: str = Field(min_length=1)
     questions: list[str] = Field(min_length=1)  # how people ask it; what a question is matched to
-    kind: Literal["answer", "boundary"] = "answer"
+    kind: Literal["answer", "boundary", "urgent"] = "answer"
 
 
 class AnswerCard(CardMeta):
@@ -42,8 +44,8 @@ class AnswerCard(CardMeta):
         return self.body if self.kind == "boundary" else f"{self.body}\n\n{reminder}"
 
     def uncited_sentences(self) -> list[str]:
-        """Sentences without a citation; a boundary card's opening sentence is allowed one."""
+        """Sentences without a citation; a boundary or urgent card's opening sentence is allowed one."""
         sentences = split_sentences(self.body)
-        if self.kind == "boundary":
+        if self.kind != "answer":
             sentences = sentences[1:]
         return [s for s in sentences if not citations_in(s)]

@@ -57,6 +57,7 @@ class Assessment:
     evidence: list[str] = field(default_factory=list)
     small_talk: float = 0.0
     personal_advice: bool = False  # asks for advice on the writer's own case (learned layer)
+    urgent: bool = False  # describes someone unwell now who needs help today (learned layer)
     clearable: bool = False  # a learned-only flag below its confident line: an LLM may clear it
     english: bool = True  # the learned language identifier's reading (not read for a pattern hit)
     uncertain: bool = False  # no crisis, but close enough that an LLM should take a second look
@@ -129,6 +130,7 @@ def _assess(text: str, res: Resources) -> Assessment:
                           clearable=reading.crisis < reading.confident)
     return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english,
                       personal_advice=reading.personal >= reading.personal_threshold,
+                      urgent=reading.urgent >= reading.urgent_threshold,
                       uncertain=reading.crisis >= reading.second_look)
 
 

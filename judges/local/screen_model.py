@@ -44,8 +44,12 @@ if TYPE_CHECKING:
 
 NAME = "input_screen"
 # 3: a personal-advice probability (the boundary classes) and its threshold;
-# 4: a variant for other languages; coefficients stored at half precision; 5: a language identifier
-FEATURE_VERSION = 5
+# 4: a variant for other languages; coefficients stored at half precision; 5: a language identifier;
+# 6: an urgent-situation probability (the class below) and its threshold
+FEATURE_VERSION = 6
+# Someone unwell now ("he hasn't slept for days and thinks he's being watched, what do we do?"):
+# one of the own-case classes, which the answer leads with how to get help today.
+URGENT_CLASS = "boundary:urgent"
 TRAIN_DIRS = (REPO_ROOT / "scenarios" / "screen" / "train", REPO_ROOT / "scenarios" / "judges" / "train")
 # Recall targets: in English a missed crisis gets an ordinary answer, so recall comes first; in
 # other languages a miss still gets the "English only" notice, which carries the crisis contacts,
@@ -64,6 +68,8 @@ class Reading:
     second_look: float  # below the threshold but this likely: worth an LLM's second look
     personal: float = 0.0  # probability it asks for advice on the writer's own case
     personal_threshold: float = 1.0  # a personal-advice request from here up
+    urgent: float = 0.0  # probability it describes someone unwell now who needs help today
+    urgent_threshold: float = 1.0  # an urgent situation from here up
 
     @property
     def is_crisis(self) -> bool:
@@ -133,15 +139,16 @@ def _classifier(x: Any, labels: list[str]) -> LogisticRegression:
 
 
 def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarray | None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(crisis, small talk, personal advice) probability per text."""
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(crisis, small talk, personal advice, urgent situation) probability per text."""
     classifier: LogisticRegression = variant["classifier"]
     p = classifier.predict_proba(_features(variant["vectoriser"], texts, embedded))
     classes = [str(c) for c in classifier.classes_]
     crisis = p[:, [i for i, c in enumerate(classes) if c.startswith("crisis:")]].sum(axis=1)
     small = p[:, [i for i, c in enumerate(classes) if c.startswith("small_talk:")]].sum(axis=1)
     personal = p[:, [i for i, c in enumerate(classes) if c.startswith("boundary:")]].sum(axis=1)
-    return crisis, small, personal
+    urgent = p[:, classes.index(URGENT_CLASS)] if URGENT_CLASS in classes else np.zeros(len(texts))
+    return crisis, small, personal, urgent
 
 
 def _threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray, target: float) -> float:
@@ -153,13 +160,13 @@ def _threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray
     return 0.05
 
 
-def _personal_threshold(personal: np.ndarray, is_personal: np.ndarray) -> float:
-    """The threshold with the best F1 for personal-advice requests on the dev split."""
+def _f1_threshold(probability: np.ndarray, truth: np.ndarray) -> float:
+    """The threshold with the best F1 on the dev split (personal-advice requests, urgent situations)."""
     best, best_f1 = 0.5, -1.0
     for t in np.round(np.arange(0.2, 0.91, 0.05), 2):
-        flagged = personal >= t
-        tp = float((flagged & is_personal).sum())
-        f1 = 2 * tp / (flagged.sum() + is_personal.sum()) if (flagged.sum() + is_personal.sum()) else 0.0
+        flagged = probability >= t
+        tp = float((flagged & truth).sum())
+        f1 = 2 * tp / (flagged.sum() + truth.sum()) if (flagged.sum() + truth.sum()) else 0.0
         if f1 > best_f1:
             best, best_f1 = float(t), f1
     return best
@@ -167,7 +174,7 @@ def _personal_threshold(personal: np.ndarray, is_personal: np.ndarray) -> float:
 
 def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pattern: np.ndarray,
                  dev: list[tuple[str, str, Scenario]], personal: np.ndarray,
-                 personal_threshold: float) -> dict[str, Any]:
+                 personal_threshold: float, urgent: np.ndarray, urgent_threshold: float) -> dict[str, Any]:
     flagged = by_pattern | (crisis >= threshold)
     truth = np.array([s.expected == "crisis" for _, _, s in dev])
     per_category: dict[str, dict[str, float]] = {}
@@ -183,6 +190,8 @@ def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pat
     routed_small = (small >= 0.5) & ~flagged
     personal_truth = np.array([s.route == "boundary" for _, _, s in dev])
     routed_personal = (personal >= personal_threshold) & ~flagged
+    urgent_truth = np.array([label == URGENT_CLASS for _, label, _ in dev])
+    routed_urgent = (urgent >= urgent_threshold) & ~flagged
     return {
         "crisis_recall": round(float(flagged[truth].mean()), 3),
         "false_crisis_rate": round(float(flagged[~truth].mean()), 3),
@@ -191,6 +200,8 @@ def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pat
         "small_talk_precision": round(float(small_truth[routed_small].mean()), 3) if routed_small.any() else None,
         "personal_advice_recall": round(float(routed_personal[personal_truth].mean()), 3) if personal_truth.any() else None,
         "personal_advice_precision": round(float(personal_truth[routed_personal].mean()), 3) if routed_personal.any() else None,
+        "urgent_recall": round(float(routed_urgent[urgent_truth].mean()), 3) if urgent_truth.any() else None,
+        "urgent_precision": round(float(urgent_truth[routed_urgent].mean()), 3) if routed_urgent.any() else None,
         "per_category": per_category,
     }
 
@@ -225,15 +236,16 @@ def _train_languages(bundle: dict[str, Any], card_metrics: dict[str, Any], thres
     train_rows, dev_rows = _split(messages)
     texts = [t for t, _, _ in train_rows]
     fitted = _fit(_vectoriser(chars=(1, 3)).fit(texts), texts, [c for _, c, _ in train_rows], None)
-    crisis, small, personal = _probabilities(fitted, [t for t, _, _ in dev_rows], None)
+    crisis, small, personal, urgent = _probabilities(fitted, [t for t, _, _ in dev_rows], None)
     truth = np.array([s.expected == "crisis" for _, _, s in dev_rows])
     by_lexicon = np.array([crisis_languages.find(s.user) is not None for _, _, s in dev_rows])
     fitted = _with_thresholds(fitted, crisis, truth, by_lexicon, SETTINGS["recall_target_other_languages"])
-    fitted["personal_threshold"] = 1.0  # other languages get the "English only" notice, not advice
+    # Other languages get the "English only" notice, not advice.
+    fitted["personal_threshold"] = fitted["urgent_threshold"] = 1.0
     bundle["languages"] = fitted
     thresholds["languages.crisis"] = fitted["threshold"]
     card_metrics["languages"] = _dev_metrics(crisis, small, fitted["threshold"], by_lexicon, dev_rows,
-                                             personal, 1.0)
+                                             personal, 1.0, urgent, 1.0)
     card_metrics["languages"]["lexicon_alone_recall"] = round(float(by_lexicon[truth].mean()), 3)
     split_sizes.update(languages_train=len(train_rows), languages_dev=len(dev_rows),
                        languages_crisis_dev=int(truth.sum()))
@@ -316,16 +328,18 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
         x_train = encoder(train_texts) if encoder else None
         x_dev = encoder(dev_texts) if encoder else None
         fitted = _fit(vectoriser, train_texts, train_labels, x_train)
-        crisis, small, personal = _probabilities(fitted, dev_texts, x_dev)
+        crisis, small, personal, urgent = _probabilities(fitted, dev_texts, x_dev)
         fitted = _with_thresholds(fitted, crisis, truth, by_pattern, SETTINGS["recall_target"])
         threshold = fitted["threshold"]
-        fitted["personal_threshold"] = _personal_threshold(
+        fitted["personal_threshold"] = _f1_threshold(
             personal, np.array([s.route == "boundary" for _, _, s in dev_rows]))
+        fitted["urgent_threshold"] = _f1_threshold(urgent, np.array([c == URGENT_CLASS for _, c, _ in dev_rows]))
         bundle[variant] = fitted
         thresholds[f"{variant}.crisis"] = threshold
         thresholds[f"{variant}.personal_advice"] = fitted["personal_threshold"]
-        card_metrics[variant] = _dev_metrics(crisis, small, threshold, by_pattern, dev_rows,
-                                             personal, fitted["personal_threshold"])
+        thresholds[f"{variant}.urgent"] = fitted["urgent_threshold"]
+        card_metrics[variant] = _dev_metrics(crisis, small, threshold, by_pattern, dev_rows, personal,
+                                             fitted["personal_threshold"], urgent, fitted["urgent_threshold"])
     split_sizes = {"train": len(train_rows), "dev": len(dev_rows), "crisis_train": sum(
         s.expected == "crisis" for _, _, s in train_rows), "crisis_dev": int(truth.sum())}
     _train_languages(bundle, card_metrics, thresholds, split_sizes)
@@ -385,8 +399,9 @@ class ScreenModel:
 
     @staticmethod
     def _reading(variant: dict[str, Any], text: str, vectors: np.ndarray | None) -> Reading:
-        crisis, small, personal = _probabilities(variant, [text], vectors)
+        crisis, small, personal, urgent = _probabilities(variant, [text], vectors)
         return Reading(crisis=round(float(crisis[0]), 4), small_talk=round(float(small[0]), 4),
                        threshold=variant["threshold"], confident=variant["confident"],
                        second_look=variant["second_look"], personal=round(float(personal[0]), 4),
-                       personal_threshold=variant["personal_threshold"])
+                       personal_threshold=variant["personal_threshold"], urgent=round(float(urgent[0]), 4),
+                       urgent_threshold=variant["urgent_threshold"])
