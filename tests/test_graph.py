@@ -265,3 +265,26 @@ def test_a_follow_up_reference_is_resolved_to_the_medicine_named_before(make_bot
     trace = bot.ask(thread, "is it safe with alcohol?")
     assert "clozapine" in trace.resolved_question
     assert {"S20", "S11"} & set(trace.citations), trace.answer
+
+
+@pytest.mark.parametrize(("first", "then", "topic"), [
+    ("What is family intervention?", "how long does it go on for", "S15"),
+    ("What is cognitive remediation?",
+     "ok and is that something you can get on the NHS or do you have to find it yourself, my brother "
+     "really struggles to concentrate since he got ill", "S16"),
+])
+def test_a_follow_up_that_refers_back_is_answered_on_the_conversations_topic_whatever_its_length(
+        make_bot, first, then, topic):
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, first)
+    trace = bot.ask(thread, then)
+    assert trace.route == "answer" and topic in trace.citations, trace.answer
+
+
+def test_a_new_question_we_do_not_cover_is_not_pulled_onto_the_last_topic(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "What is clozapine?")
+    trace = bot.ask(thread, "how do I renew my passport online?")
+    assert trace.route == "no_match", trace.answer

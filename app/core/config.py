@@ -112,10 +112,8 @@ class Retrieval(Record):
     # Multi-part questions and follow-ups.
     max_parts: int = Field(4, ge=1)
     min_part_words: int = Field(3, ge=1)
-    follow_up_max_words: int = Field(12, ge=0)  # shorter messages may lean on the previous one
-    follow_up_boost: float = Field(0.15, ge=0.0, le=1.0)  # most the context may add to confidence
-    # ... unless the message has fewer content words than this ("what should I do?"): then it is
-    # read entirely in the light of the previous one.
+    # A message in a conversation with fewer content words than this ("what should I do?") is read
+    # in the light of the previous one.
     follow_up_min_terms: int = Field(2, ge=0)
     summaries_weight: float = Field(0.5, ge=0.0, le=1.0)  # LLM share of confidence when "both"
     # Answer cards: a question this close (cosine) to one of a card's questions gets the card;

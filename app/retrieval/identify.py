@@ -63,14 +63,13 @@ class SourceIdentifier:
         if llm is not None and r.strategy == "summaries":
             scored = [ranked(llm)]
         else:
-            # A short message, or one that refers back ("is that normal for someone his age…"),
-            # is read with the previous one too.
-            follow_up = bool(recent) and len(parts) == 1 and (
-                len(question.split()) <= r.follow_up_max_words or refers_back(question))
+            # In a conversation, a one-part message is also read with the previous one; see
+            # `_with_context` for which reading counts.
+            follow_up = bool(recent) and len(parts) == 1
             texts = [*parts, f"{recent[-1]} {parts[0]}"] if follow_up and recent else parts
             scored = self.score(texts)
             if follow_up:
-                scored = [self._lean_on_context(scored[0], scored[1], self._terms(question))]
+                scored = [self._with_context(scored[0], scored[1], question)]
             if llm is not None:
                 scored = [self._blend(s, llm) for s in scored]
             if not follow_up and len(self._terms(question)) < r.clear_min_terms:
@@ -124,19 +123,23 @@ class SourceIdentifier:
         """The question's content words (stemmed, stop words and numbers dropped)."""
         return [t for t in dict.fromkeys(self.index.tokenize(text)) if not t.isdigit()]
 
-    def _lean_on_context(self, alone: Scored, with_context: Scored, terms: list[str]) -> Scored:
-        """A short follow-up ("and the side effects?") read with the previous message; the context
-        may lift a source by at most `follow_up_boost`, so an unrelated new question stays so,
-        unless the message says almost nothing by itself ("what should I do?")."""
+    def _with_context(self, alone: Scored, with_context: Scored, question: str) -> Scored:
+        """Which reading of a message in a conversation counts. One that refers back ("how long
+        does it go on for?", "what about uni? can they make changes for her…", whatever its
+        length) or says almost nothing itself ("what should I do?") continues the conversation,
+        and so does one its own words leave unsure ("what happens when you're discharged?"):
+        each source keeps the better of its two readings, so both the topic the context brings
+        and anything the message names count. One that stands on its own words is a new
+        question, answered or declared not covered ("how do I renew my passport?") by itself."""
         r = self.settings.retrieval
-        if len(terms) < r.follow_up_min_terms:
-            return with_context
-        boost = r.follow_up_boost
-        own = dict(alone)
-        merged = {sid: max(own.get(sid, 0.0), min(conf, own.get(sid, 0.0) + boost))
-                  for sid, conf in with_context}
+        own = alone[0][1] if alone else 0.0
+        continues = (refers_back(question) or len(self._terms(question)) < r.follow_up_min_terms
+                     or r.none_threshold <= own < r.clear_threshold)
+        if not continues or not with_context:
+            return alone
+        merged = dict(with_context)
         for sid, conf in alone:
-            merged.setdefault(sid, conf)
+            merged[sid] = max(conf, merged.get(sid, 0.0))
         return ranked(merged)
 
     # -- the summary strategy ----------------------------------------------------------------
