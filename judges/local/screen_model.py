@@ -1,5 +1,6 @@
 """The learned layer of the input screen: one classifier that reads an English user message and
-says how likely it is a crisis, small talk, or a request for advice on the writer's own case.
+says how likely it is a crisis, small talk, a request for advice on the writer's own case, or an
+urgent situation (someone unwell now who needs help today, one of the own-case classes).
 
 Trained by `cafbot judges train` on the train split of scenarios/screen (deliberately diverse:
 crisis of every kind, small talk, idioms, everyday complaints, health and carer questions) plus
