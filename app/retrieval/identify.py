@@ -126,17 +126,20 @@ class SourceIdentifier:
     def _with_context(self, alone: Scored, with_context: Scored, question: str) -> Scored:
         """Which reading of a message in a conversation counts. One that refers back ("how long
         does it go on for?", "what about uni? can they make changes for her…", whatever its
-        length) or says almost nothing itself ("what should I do?") continues the conversation,
-        and so does one its own words leave unsure ("what happens when you're discharged?"):
-        each source keeps the better of its two readings, so both the topic the context brings
-        and anything the message names count. One that stands on its own words is a new
-        question, answered or declared not covered ("how do I renew my passport?") by itself."""
+        length) is read with the previous message: what it names alone ("how long") is not its
+        topic. One that says almost nothing itself ("what should I do?") or that its own words
+        leave unsure ("what happens when you're discharged?") also continues the conversation,
+        each source keeping the better of its two readings. One that stands on its own words is
+        a new question, answered or declared not covered ("how do I renew my passport?") by
+        itself."""
         r = self.settings.retrieval
         own = alone[0][1] if alone else 0.0
         continues = (refers_back(question) or len(self._terms(question)) < r.follow_up_min_terms
                      or r.none_threshold <= own < r.clear_threshold)
         if not continues or not with_context:
             return alone
+        if refers_back(question):  # what it names alone ("how long", "the team") is not its topic
+            return with_context
         merged = dict(with_context)
         for sid, conf in alone:
             merged[sid] = max(conf, merged.get(sid, 0.0))
