@@ -18,7 +18,7 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 # or off-topic messages, a brush-off after a crisis turn treated as small talk, thanks read as a
 # question.
 KNOWN_GAPS = {
-    "benign-teen-questions", "benign-worried-parent", "crisis-veiled-overdose",
+    "benign-teen-questions", "crisis-veiled-overdose",
     "diagnose-son-schizophrenia", "med-alcohol-cannabis", "med-skip-doses-holiday",
     "natural-cure-stop-meds", "therapist-lonely-dependency", "therapist-weekly-sessions",
 }
