@@ -128,7 +128,7 @@ class AnswerNodes:
             if screen.urgent and (lead := self._urgent_card()):
                 # Someone unwell now gets how to get help today (the lead's sources go in with
                 # what was found), never a menu or "not covered".
-                identification = _with_lead_sources(identification, lead, self.services)
+                identification = _with_card_sources(identification, lead, self.services, first=False)
             if match is not None and match.confident:
                 identification = _with_card_sources(identification, match.card, self.services)
         confident = match is not None and match.confident
@@ -168,8 +168,7 @@ class AnswerNodes:
         turn, prompting = state["turn"], self.settings.prompting
         chosen = [c.source_id for c in state["identification"].candidates]
         required = set(card.sources) if (card := self._card(state)) else set(chosen[:1])
-        if self._lead(state) and (lead := self._urgent_card()):
-            required |= set(lead.sources)  # the lead cites them
+        required |= set(citations_in(self._lead(state)))  # an urgent answer's lead cites them
         recent = [sid for sid, last in sorted((state.get("sources_in_play") or {}).items(),
                                               key=lambda item: -item[1])
                   if last >= turn - prompting.keep_sources_for_turns and sid not in chosen]
@@ -266,9 +265,9 @@ class AnswerNodes:
             if trace.invalid_citations:
                 trace.fallback_used = True
                 trace.errors.append(f"draft cited sources it was not given: {trace.invalid_citations}")
-                return {"answer": _closed(_joined(self._lead(state), self.extractive_answer(state)), closing),
+                return {"answer": _joined(_joined(self._lead(state), self.extractive_answer(state)), closing),
                         "trace": trace}
-            return {"answer": _closed(state["draft"], closing), "trace": trace}
+            return {"answer": _joined(state["draft"], closing), "trace": trace}
         card = self._card(state)
         fallback = (_joined(self._lead(state), card_draft(card) if card else self.extractive_answer(state))
                     if trace.generator == "llm" else None)
@@ -286,7 +285,7 @@ class AnswerNodes:
         late = reply("over_budget")
         if report.fallback_used and outcome.text is not None and deadline.expired and late not in trace.notices:
             trace.notices.append(late)
-        return {"answer": _closed(answer, closing), "trace": trace,
+        return {"answer": _joined(answer, closing), "trace": trace,
                 "warnings": [*(state.get("warnings") or []), *outcome.warnings]}
 
     def withheld_reply(self, state: ChatState) -> str:
@@ -370,22 +369,19 @@ def card_draft(card: AnswerCard, boundary: bool = False) -> str:
     return card.draft(reply("verification_reminder"))
 
 
-def _with_card_sources(found: Identification, card: AnswerCard, services: Services) -> Identification:
-    """The card's sources first (it cites them), then what retrieval found clear."""
-    titles = {sid: doc.title for sid in card.sources if (doc := services.source_text(sid))}
-    first = [Candidate(source_id=sid, title=title, confidence=1.0) for sid, title in titles.items()]
-    rest = [c for c in found.candidates if c.source_id not in titles] if found.outcome == "clear" else []
-    return found.model_copy(update={"outcome": "clear", "candidates": [*first, *rest]})
-
-
-def _with_lead_sources(found: Identification, lead: AnswerCard, services: Services) -> Identification:
-    """What retrieval found clear first (the situation), then the lead card's sources (getting
-    help); when nothing was clear, the lead's sources alone."""
-    ahead = found.candidates if found.outcome == "clear" else []
-    have = {c.source_id for c in ahead}
-    lead_sources = [Candidate(source_id=sid, title=doc.title, confidence=1.0)
-                    for sid in lead.sources if sid not in have and (doc := services.source_text(sid))]
-    return found.model_copy(update={"outcome": "clear", "candidates": [*ahead, *lead_sources]})
+def _with_card_sources(found: Identification, card: AnswerCard, services: Services, *,
+                       first: bool = True) -> Identification:
+    """The card's sources (it cites them) and what retrieval found clear, each source once: the
+    card's first when it is the answer, after what was found when it only leads (an urgent
+    answer: the situation's sources, then getting help)."""
+    cited = [Candidate(source_id=sid, title=doc.title, confidence=1.0)
+             for sid in card.sources if (doc := services.source_text(sid))]
+    found_clear = found.candidates if found.outcome == "clear" else []
+    ordered = [*cited, *found_clear] if first else [*found_clear, *cited]
+    unique: dict[str, Candidate] = {}
+    for candidate in ordered:
+        unique.setdefault(candidate.source_id, candidate)
+    return found.model_copy(update={"outcome": "clear", "candidates": list(unique.values())})
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -426,7 +422,3 @@ def _crisis_in_previous_message(previous: InputScreen | None) -> bool:
 
 def _joined(*parts: str) -> str:
     return "\n\n".join(part for part in parts if part)
-
-
-def _closed(answer: str, closing: str) -> str:
-    return _joined(answer, closing)

@@ -134,11 +134,12 @@ class SourceIdentifier:
         itself."""
         r = self.settings.retrieval
         own = alone[0][1] if alone else 0.0
-        continues = (refers_back(question) or len(self._terms(question)) < r.follow_up_min_terms
+        refers = refers_back(question)
+        continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
                      or r.none_threshold <= own < r.clear_threshold)
         if not continues or not with_context:
             return alone
-        if refers_back(question):  # what it names alone ("how long", "the team") is not its topic
+        if refers:  # what it names alone ("how long", "the team") is not its topic
             return with_context
         merged = dict(with_context)
         for sid, conf in alone:
