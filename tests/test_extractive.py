@@ -50,3 +50,14 @@ def test_every_sentence_comes_from_a_source_and_is_cited(embedder):
         source = {"S22": SLEEP, "S23": SMOKING}[cited[0]]
         assert strip_citations(sentence).strip() in source_sentences(source.text)
     assert set(re.findall(r"\[(S\d+)\]", answer)) == {"S22", "S23"}  # each part got its source
+
+
+@pytest.mark.slow
+def test_what_was_already_said_in_other_words_is_not_said_again(embedder):
+    question = ["how do I know if my sleep problems matter?"]
+    plain = compose_extractive_answer(question, [SLEEP], embedder.encode)
+    assert "Tell your care team if poor sleep lasts more than a week or two." in plain
+    said = ["Please tell your care team if your poor sleep lasts more than a week or two. [S22]"]
+    answer = compose_extractive_answer(question, [SLEEP], embedder.encode, already_said=said)
+    assert "poor sleep lasts" not in answer, answer
+    assert citations_in(answer) == ["S22"]  # something new from the source still answers

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.core.records import SourceText
-from app.core.text import STOPWORDS, split_sentences
+from app.core.text import STOPWORDS, split_sentences, strip_citations
 from app.prompts import reply
 from judges.source_audit import flag_for
 
@@ -119,6 +119,12 @@ def pick_sentences(
         return []
     # A joined list is scored by its lead-in: the items would dilute its meaning.
     vectors = embed([p.text.split(": ", 1)[0] if "; " in p.text else p.text for _, _, p in pool])
+    said_sentences = [strip_citations(s) for s in split_sentences(said)]
+    if said_sentences:  # said before in other words (a card's version of the sentence) counts too
+        fresh = np.max(vectors @ embed(said_sentences).T, axis=1) <= 0.85
+        pool, vectors = [item for item, keep in zip(pool, fresh, strict=True) if keep], vectors[fresh]
+        if not pool:
+            return []
     part_vectors = embed(list(questions))
     penalty = np.array([0.06 * rank + 0.15 * p.leans_back for rank, _, p in pool])
     scored_parts = []
