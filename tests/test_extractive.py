@@ -61,3 +61,46 @@ def test_what_was_already_said_in_other_words_is_not_said_again(embedder):
     answer = compose_extractive_answer(question, [SLEEP], embedder.encode, already_said=said)
     assert "poor sleep lasts" not in answer, answer
     assert citations_in(answer) == ["S22"]  # something new from the source still answers
+
+
+FAMILY = SourceText(id="S15", title="Family intervention", text="""# Family intervention
+Research shows that family intervention can reduce relapses and time spent in hospital.
+Family intervention, sometimes called family therapy, is a talking therapy for a person with psychosis and their family.
+Family intervention usually involves about 10 planned sessions, spread over 3 months to a year.
+Ask the care coordinator whether family intervention is available.
+""")
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("what is family intervention?", "definition"), ("whats a depot", "definition"),
+    ("what does akathisia mean", "definition"), ("how long does it go on for", "duration"),
+    ("is it forever?", "duration"), ("how often are the blood tests", "frequency"),
+    ("why do I need blood tests?", "reason"), ("what is the best medicine?", None),
+    ("can I drink alcohol on it?", None),
+])
+def test_a_question_says_what_kind_of_answer_it_wants(question, kind):
+    from app.generation.answer_types import wanted
+
+    assert wanted(question) == kind
+
+
+def test_a_sentence_gives_a_kind_of_answer_by_its_form_not_its_topic():
+    from app.generation.answer_types import gives
+
+    definition, duration, *_ = source_sentences(FAMILY.text)[1:]
+    assert gives("definition", definition) and not gives("definition", source_sentences(FAMILY.text)[0])
+    assert gives("duration", duration) and not gives("duration", definition)
+    assert gives("frequency", "The tests are weekly at first, then every 4 weeks.")
+    assert gives("reason", "People on clozapine have blood tests to check their white blood cells.")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("question", "leads_with"), [
+    ("what is family intervention?", "Family intervention, sometimes called family therapy"),
+    ("so how long do the sessions go on for", "Family intervention usually involves about 10 planned sessions"),
+])
+def test_the_answer_leads_with_the_sentence_of_the_kind_asked_for(embedder, knowledge_base, question, leads_with):
+    source = knowledge_base.get("S15")
+    family = SourceText(id=source.id, title=source.title, text=source.body)
+    answer = compose_extractive_answer([question], [family], embedder.encode)
+    assert answer.startswith(leads_with), answer

@@ -282,6 +282,40 @@ def test_a_follow_up_that_refers_back_is_answered_on_the_conversations_topic_wha
     assert trace.route == "answer" and topic in trace.citations, trace.answer
 
 
+def test_a_chain_of_follow_ups_keeps_the_topic_the_conversation_started_with(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "what is famly intervention")  # the typo is the user's
+    second = bot.ask(thread, "how long does it go on for")
+    third = bot.ask(thread, "is it free?")
+    for trace in (second, third):
+        assert trace.identification.context.startswith("what is famly intervention")
+        assert trace.route == "answer" and "S15" in trace.citations, trace.answer
+    assert "how long does it go on for" in third.identification.context  # the latest follow-up too
+    assert third.resolved_question.endswith("is it free?")
+
+
+def test_a_follow_up_is_matched_to_cards_on_what_it_asks_not_on_the_topic(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    first = bot.ask(thread, "What is clozapine?")
+    unlike_a_card = bot.ask(thread, "does that ever stop or is it forever?")
+    like_a_card = bot.ask(thread, "why so many blood tests with it?")  # a phrasing of A19's
+    assert first.card == "A19" and unlike_a_card.card is None, unlike_a_card.answer
+    assert unlike_a_card.identification.context and unlike_a_card.answer != first.answer
+    assert like_a_card.card == "A19", like_a_card.answer
+
+
+def test_a_new_question_ends_the_topic_and_the_next_follow_up_is_read_with_it(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "What is family intervention?")
+    bot.ask(thread, "What is cognitive remediation?")
+    trace = bot.ask(thread, "how long does it take")
+    assert trace.identification.context == "What is cognitive remediation?"
+    assert "S16" in trace.citations, trace.answer
+
+
 def test_a_new_question_we_do_not_cover_is_not_pulled_onto_the_last_topic(make_bot):
     bot = make_bot()
     thread = bot.new_thread()

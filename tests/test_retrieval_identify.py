@@ -189,9 +189,9 @@ def test_misspellings_still_find_the_source(identifier):
 @pytest.mark.slow
 def test_follow_up_leans_on_the_previous_message(identifier):
     assert identifier.identify("what should I do?").outcome == "none"
-    found = identifier.identify("what should I do?", recent=["I keep hearing voices at night"])
+    found = identifier.identify("what should I do?", context="I keep hearing voices at night")
     assert found.outcome == "clear" and ids(found)[0] == "A03"
-    unrelated = identifier.identify("how do I renew my passport online?", recent=["clozapine blood tests"])
+    unrelated = identifier.identify("how do I renew my passport online?", context="clozapine blood tests")
     assert unrelated.outcome == "none"
 
 

@@ -67,6 +67,7 @@ class Identification(Record):
     candidates: list[Candidate]  # ranked, best first
     parts: list[str]  # the sub-questions
     latency_ms: float
+    context: str = ""  # what the conversation was about, when the message was read with it
     model_calls: list[ModelCall] = Field(default_factory=list)  # the summary strategy's, if used
 
 

@@ -15,11 +15,13 @@ import numpy as np
 
 from app.core.records import SourceText
 from app.core.text import STOPWORDS, split_sentences, strip_citations
+from app.generation.answer_types import gives, wanted
 from app.prompts import reply
 from judges.source_audit import flag_for
 
 Embed = Callable[[list[str]], np.ndarray]
 
+ANSWER_TYPE_BONUS = 0.1
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
@@ -131,9 +133,14 @@ def pick_sentences(
     for part, part_vector in zip(questions, part_vectors, strict=True):
         words = set(_WORDS.findall(part.lower())) - STOPWORDS
         lexical = np.array([_lexical(words, p.text) for _, _, p in pool])
-        scored_parts.append(vectors @ part_vector + 0.3 * lexical - penalty)
+        # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
+        # length of time for "how long…?") is worth more than one that is only on the topic.
+        kind = wanted(part)
+        typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in pool], dtype=float)
+        scored_parts.append(vectors @ part_vector + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty)
     combined = np.max(np.vstack(scored_parts), axis=0)
-    floor = float(combined.max()) - 0.25  # far below the best answer: not worth quoting
+    # Far below the best answer: not worth quoting (the answer-type bonus orders, it does not cut).
+    floor = float(combined.max()) - 0.25 - ANSWER_TYPE_BONUS * any(wanted(part) for part in questions)
     index_of = {(sid, p.position): i for i, (_, sid, p) in enumerate(pool)}
     chosen: dict[tuple[str, int], Picked] = {}
     counts: dict[str, int] = {}

@@ -103,10 +103,12 @@ class AnswerNodes:
         text = screen.text
         chosen = _resolve_clarification(text, state.get("clarify_candidates") or [])
         previous = _last_user_message(state)
+        topic = list(state.get("topic") or [])
         match = None
         if chosen is not None:
             identification = Identification(outcome="clear", candidates=[chosen],
                                             parts=[previous or text], latency_ms=0.0)
+            topic = [previous or text]
         elif screen.follow_up and adds_no_topic(text) and (last := self._last_answer_sources(state)):
             # "Tell me more", "why?": more from the sources of the last answer, on its question.
             identification = Identification(outcome="clear", candidates=last,
@@ -114,7 +116,9 @@ class AnswerNodes:
         else:
             earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
             text = resolve_references(text, earlier)  # "is it safe with alcohol?" -> "is clozapine …"
-            identification = self.services.identifier.identify(text, recent=earlier[-2:])
+            identification = self.services.identifier.identify(text, context=" ".join(topic))
+            # A message read with the topic continues it; one that stood alone starts a new one.
+            topic = [topic[0], text] if identification.context else [text]
             match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen))
             if screen.urgent and match is not None and match.card.kind == "boundary":
                 match = None  # someone unwell now hears how to get help first, not what we cannot do
@@ -132,11 +136,12 @@ class AnswerNodes:
             if match is not None and match.confident:
                 identification = _with_card_sources(identification, match.card, self.services)
         confident = match is not None and match.confident
+        read_as = f"{identification.context} {text}" if identification.context else text
         trace = state["trace"].model_copy(update={
             "identification": identification, "route": _route(identification, screen, match),
-            "resolved_question": text if text != screen.text else "",
+            "resolved_question": read_as if read_as != screen.text else "",
             "card": match.card.id if confident else None})
-        return {"identification": identification, "trace": trace,
+        return {"identification": identification, "trace": trace, "topic": topic,
                 "card": match.card.id if match else None, "card_confident": confident}
 
     def _card(self, state: ChatState) -> AnswerCard | None:
@@ -231,9 +236,11 @@ class AnswerNodes:
 
     def extractive_answer(self, state: ChatState) -> str:
         identification = state["identification"]
-        parts = identification.parts or [state["screen"].text]
-        if state["trace"].resolved_question:  # the message's own words carry what is new in it
-            parts = [*parts, state["screen"].text]
+        # A follow-up read with the conversation is answered on its own words ("is it free?"):
+        # what it is about already chose the sources.
+        parts, own = identification.parts or [state["screen"].text], state["screen"].text
+        if len(parts) == 1 and parts[0] != own:
+            parts = [*parts, own]  # "is clozapine safe with alcohol?" and "is it safe with alcohol?"
         # The best source for each part of the question first (candidates come best first).
         chosen: list[str] = []
         for part in parts:

@@ -42,6 +42,9 @@ class ChatState(TypedDict, total=False):
     card: str | None  # the vetted answer card this turn's question matched (its id)
     card_confident: bool  # delivered as the draft; otherwise only the fallback for an LLM draft
     sources_in_play: dict[str, int]  # source id -> the last turn that used it
+    # What the conversation is about: the last question that stood on its own, then the latest
+    # follow-up read with it ("what is family intervention?", "how long does it go on for?").
+    topic: list[str]
     prompt: list[AnyMessage]  # this turn's enhanced prompt for the chat model
     prompt_source_ids: list[str]
     draft: str

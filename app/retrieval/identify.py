@@ -54,22 +54,26 @@ class SourceIdentifier:
         return twin
 
     # -- the public call ---------------------------------------------------------------------
-    def identify(self, question: str, recent: list[str] | None = None) -> Identification:
+    def identify(self, question: str, context: str = "") -> Identification:
+        """Which sources answer `question`; `context` is what the conversation is about so far
+        (its topic question and latest follow-up), empty for a first message."""
         started = time.perf_counter()
         r = self.settings.retrieval
+        used_context = ""
         parts = split_parts(question, min_words=r.min_part_words, max_parts=r.max_parts) or [question]
         calls: list[ModelCall] = []
         llm = self._ask_llm(question, calls) if self.chooser and r.strategy != "retrieval" else None
         if llm is not None and r.strategy == "summaries":
             scored = [ranked(llm)]
         else:
-            # In a conversation, a one-part message is also read with the previous one; see
+            # In a conversation, a one-part message is also read with what it is about; see
             # `_with_context` for which reading counts.
-            follow_up = bool(recent) and len(parts) == 1
-            texts = [*parts, f"{recent[-1]} {parts[0]}"] if follow_up and recent else parts
+            follow_up = bool(context.strip()) and len(parts) == 1
+            texts = [*parts, f"{context} {parts[0]}"] if follow_up else parts
             scored = self.score(texts)
             if follow_up:
-                scored = [self._with_context(scored[0], scored[1], question)]
+                reading, continues = self._with_context(scored[0], scored[1], question)
+                scored, used_context = [reading], context if continues else ""
             if llm is not None:
                 scored = [self._blend(s, llm) for s in scored]
             if not follow_up and len(self._terms(question)) < r.clear_min_terms:
@@ -78,7 +82,7 @@ class SourceIdentifier:
                 scored = [[(sid, min(conf, cap)) for sid, conf in s] for s in scored]
         outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
         return Identification(outcome=outcome, candidates=candidates, parts=parts, model_calls=calls,
-                              latency_ms=(time.perf_counter() - started) * 1000)
+                              context=used_context, latency_ms=(time.perf_counter() - started) * 1000)
 
     # -- retrieval ---------------------------------------------------------------------------
     def score(self, texts: list[str]) -> list[Scored]:
@@ -123,11 +127,11 @@ class SourceIdentifier:
         """The question's content words (stemmed, stop words and numbers dropped)."""
         return [t for t in dict.fromkeys(self.index.tokenize(text)) if not t.isdigit()]
 
-    def _with_context(self, alone: Scored, with_context: Scored, question: str) -> Scored:
-        """Which reading of a message in a conversation counts. One that refers back ("how long
-        does it go on for?", "what about uni? can they make changes for her…", whatever its
-        length) is read with the previous message: what it names alone ("how long") is not its
-        topic. One that says almost nothing itself ("what should I do?") or that its own words
+    def _with_context(self, alone: Scored, with_context: Scored, question: str) -> tuple[Scored, bool]:
+        """Which reading of a message in a conversation counts, and whether it continues the
+        conversation. One that refers back ("how long does it go on for?", "what about uni? can
+        they make changes for her…", whatever its length) is read with the conversation's topic:
+        what it names alone ("how long") is not its topic. One that says almost nothing itself ("what should I do?") or that its own words
         leave unsure ("what happens when you're discharged?") also continues the conversation,
         each source keeping the better of its two readings. One that stands on its own words is
         a new question, answered or declared not covered ("how do I renew my passport?") by
@@ -138,13 +142,13 @@ class SourceIdentifier:
         continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
                      or r.none_threshold <= own < r.clear_threshold)
         if not continues or not with_context:
-            return alone
+            return alone, False
         if refers:  # what it names alone ("how long", "the team") is not its topic
-            return with_context
+            return with_context, True
         merged = dict(with_context)
         for sid, conf in alone:
             merged[sid] = max(conf, merged.get(sid, 0.0))
-        return ranked(merged)
+        return ranked(merged), True
 
     # -- the summary strategy ----------------------------------------------------------------
     def _ask_llm(self, question: str, calls: list[ModelCall]) -> dict[str, float] | None:

@@ -1,0 +1,51 @@
+"""What kind of answer a question wants, and whether a sentence gives that kind.
+
+"What is family intervention?" wants a definition, "how long does it go on for?" a length of
+time, "how often…?" a frequency, "why…?" a reason. A sentence on the right topic that gives the
+wrong kind ("Research shows family intervention can reduce relapses" for "what is it?") answers
+a different question, so the composer leads with one of the wanted kind. This is the classic
+answer-type step of question answering, kept to kinds a regular expression can recognise.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+AnswerType = Literal["definition", "duration", "frequency", "reason"]
+
+_WANTS: list[tuple[AnswerType, re.Pattern[str]]] = [
+    ("frequency", re.compile(r"\bhow (?:often|many times|frequently)\b", re.IGNORECASE)),
+    ("duration", re.compile(r"\bhow long\b|\b(?:forever|for life|permanent(?:ly)?|ever (?:stop|end|go away))\b",
+                            re.IGNORECASE)),
+    ("reason", re.compile(r"^\W*(?:and |so |but )?why\b|\bwhat(?:'s| is) the (?:point|reason)\b", re.IGNORECASE)),
+    ("definition", re.compile(r"^\W*(?:and |so |ok |but )?(?:what(?:'s| is| are)|whats|wat is)\b(?! (?:the )?"
+                              r"(?:best|point|reason|chance|risk|difference|next|signs?|treatment)\b)"
+                              r"|\bwhat does (?:\w+ ){1,4}mean\b|\bmeaning of\b", re.IGNORECASE)),
+]
+
+_TIME = r"(?:minutes?|hours?|days?|weeks?|months?|years?|sessions?|fortnight)"
+_NUMBER = r"(?:\d+|a|an|one|two|three|four|five|six|ten|twelve|several|a few|a couple of)"
+_GIVES: dict[AnswerType, re.Pattern[str]] = {
+    "definition": re.compile(r"^(?:[\w\"'()-]+[ ,]+){0,12}?(?:is|are|means?|refers? to)\s+"
+                             r"(?:a|an|the|when|what|something|someone|one|to|called)\b", re.IGNORECASE),
+    "duration": re.compile(rf"\b{_NUMBER}(?: to {_NUMBER})? {_TIME}\b|\bfor (?:life|years|as long as)\b"
+                           r"|\bas long as\b|\blong[- ](?:term|lasting)\b|\bpermanent\b|\blifelong\b",
+                           re.IGNORECASE),
+    "frequency": re.compile(rf"\b(?:every|each|once|twice|three times)(?: a| per)? (?:{_NUMBER} )?{_TIME}"
+                            r"|\b(?:daily|weekly|fortnightly|monthly|yearly|annually)\b"
+                            r"|\b(?:most|less|more) (?:often|frequent)\b|\bhow often\b", re.IGNORECASE),
+    "reason": re.compile(r"\b(?:because|so that|the reason|this is why|that is why|in order to|"
+                         r"which (?:means|helps|can)|to (?:check|make sure|help|prevent|protect|lower|reduce))\b",
+                         re.IGNORECASE),
+}
+
+
+def wanted(question: str) -> AnswerType | None:
+    """The kind of answer `question` asks for, if it is one we recognise."""
+    return next((kind for kind, pattern in _WANTS if pattern.search(question)), None)
+
+
+def gives(kind: AnswerType, sentence: str) -> bool:
+    """Whether `sentence` gives an answer of that kind."""
+    return bool(_GIVES[kind].search(sentence))
