@@ -46,7 +46,7 @@ class KeywordIdentifier:
         self.knowledge_base = knowledge_base
         self._stems = {s.id: _stems(" ".join([s.title, s.summary, *s.keywords])) for s in knowledge_base}
 
-    def identify(self, question: str, recent: list[str] | None = None) -> Identification:
+    def identify(self, question: str, context: str = "") -> Identification:
         started = time.perf_counter()
         asked = _stems(question)
         scored = sorted(((len(asked & stems), sid) for sid, stems in self._stems.items()), reverse=True)

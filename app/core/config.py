@@ -115,6 +115,9 @@ class Retrieval(Record):
     # A message in a conversation with fewer content words than this ("what should I do?") is read
     # in the light of the previous one.
     follow_up_min_terms: int = Field(2, ge=0)
+    # With a model configured, a message in a conversation is first rewritten by it as a question
+    # that stands alone ("is it free?" -> "is family intervention free?").
+    condense: bool = True
     summaries_weight: float = Field(0.5, ge=0.0, le=1.0)  # LLM share of confidence when "both"
     # Answer cards: a question this close (cosine) to one of a card's questions gets the card;
     # closer than `card_fallback` makes it the fallback for a rejected LLM draft.

@@ -20,7 +20,16 @@ from langgraph.runtime import Runtime
 
 from app.core.errors import ModelError
 from app.core.models import Deadline, call_text
-from app.core.records import Candidate, Identification, InputScreen, NodeRun, Route, Turn, TurnTrace
+from app.core.records import (
+    Candidate,
+    Identification,
+    InputScreen,
+    ModelCall,
+    NodeRun,
+    Route,
+    Turn,
+    TurnTrace,
+)
 from app.core.text import citations_in
 from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
@@ -28,6 +37,7 @@ from app.graph.state import ChatState, TurnContext
 from app.kb.cards import AnswerCard
 from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, topics_list
 from app.retrieval.cards import CardMatch
+from app.retrieval.condense import condense
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
 from app.small_talk import small_talk_reply
@@ -104,7 +114,7 @@ class AnswerNodes:
         chosen = _resolve_clarification(text, state.get("clarify_candidates") or [])
         previous = _last_user_message(state)
         topic = list(state.get("topic") or [])
-        match = None
+        match, calls = None, []
         if chosen is not None:
             identification = Identification(outcome="clear", candidates=[chosen],
                                             parts=[previous or text], latency_ms=0.0)
@@ -115,7 +125,8 @@ class AnswerNodes:
                                             parts=[previous or text], latency_ms=0.0)
         else:
             earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
-            text = resolve_references(text, earlier)  # "is it safe with alcohol?" -> "is clozapine …"
+            condensed, calls = self._condensed(state, text) if earlier else (None, [])
+            text = condensed or resolve_references(text, earlier)  # "is it safe…" -> "is clozapine …"
             identification = self.services.identifier.identify(text, context=" ".join(topic))
             # A message read with the topic continues it; one that stood alone starts a new one.
             topic = [topic[0], text] if identification.context else [text]
@@ -140,9 +151,19 @@ class AnswerNodes:
         trace = state["trace"].model_copy(update={
             "identification": identification, "route": _route(identification, screen, match),
             "resolved_question": read_as if read_as != screen.text else "",
+            "model_calls": [*state["trace"].model_calls, *calls],
             "card": match.card.id if confident else None})
         return {"identification": identification, "trace": trace, "topic": topic,
                 "card": match.card.id if match else None, "card_confident": confident}
+
+    def _condensed(self, state: ChatState, text: str) -> tuple[str | None, list[ModelCall]]:
+        """The message rewritten by the model as a question that stands alone, or None (no model,
+        or its answer was unusable: the offline reading stands); and the call made."""
+        if self.services.condenser is None:
+            return None, []
+        rewritten, call = condense(self.services.condenser, conversation_turns(state), text,
+                                   deadline=self.deadline(state["trace"]))
+        return rewritten, [call] if call is not None else []
 
     def _card(self, state: ChatState) -> AnswerCard | None:
         wanted = state.get("card")
@@ -416,9 +437,14 @@ def _resolve_clarification(text: str, offered: list[Candidate]) -> Candidate | N
 def draft_context(state: ChatState, services: Services) -> DraftContext:
     """What the judges see of this turn: the message, the draft, the sources given, recent turns."""
     sources = [d for sid in state.get("prompt_source_ids") or [] if (d := services.source_text(sid))]
-    history = [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
-               for m in state.get("messages", [])[-6:]]
-    return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources, history=history)
+    return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources,
+                        history=conversation_turns(state))
+
+
+def conversation_turns(state: ChatState, last: int = 6) -> list[Turn]:
+    """The conversation's last messages as the user saw them."""
+    return [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
+            for m in state.get("messages", [])[-last:]]
 
 
 def _crisis_in_previous_message(previous: InputScreen | None) -> bool:

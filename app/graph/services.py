@@ -23,7 +23,7 @@ class Identifier(Protocol):
 
     knowledge_base: KnowledgeBase
 
-    def identify(self, question: str, recent: list[str] | None = None) -> Identification: ...
+    def identify(self, question: str, context: str = "") -> Identification: ...
 
 
 @dataclass
@@ -35,6 +35,7 @@ class Services:
     chat: RoleClient | None = None
     crisis_screener: RoleClient | None = None  # the LLM's second look at uncertain user messages
     cards: CardMatcher | None = None  # vetted answer cards; built from the knowledge base if None
+    condenser: RoleClient | None = None  # rewrites a follow-up as a question that stands alone
 
     def __post_init__(self) -> None:
         if self.cards is None:
@@ -43,7 +44,7 @@ class Services:
     @classmethod
     def from_settings(cls, settings: Settings, *, show_progress: bool = False, **overrides: Any) -> Services:
         """Everything from configuration; pass `embedder=`, `identifier=`, `chat=`, `caf=` or
-        `crisis_screener=` to replace a part (tests hand in fakes and scripted models this way)."""
+        `crisis_screener=` or `condenser=` to replace a part (tests hand in fakes and scripted models this way)."""
         from app.core.embeddings import Embedder
         from app.retrieval import open_identifier
 
@@ -54,6 +55,9 @@ class Services:
         chat = overrides.pop("chat") if "chat" in overrides else model_for("chat", settings)
         if "crisis_screener" not in overrides and 1 in settings.caf.tiers:
             overrides["crisis_screener"] = model_for("screener", settings)
+        if "condenser" not in overrides and settings.retrieval.condense:
+            # The cheap model if there is one; the configured models, never a test's stand-in.
+            overrides["condenser"] = model_for("screener", settings) or model_for("chat", settings)
         caf = overrides.pop("caf", None) or CriticalAnalysisFilter.from_settings(settings, resources)
         return cls(settings=settings, identifier=identifier, resources=resources, caf=caf, chat=chat,
                    **overrides)
