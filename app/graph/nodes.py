@@ -257,11 +257,11 @@ class AnswerNodes:
 
     def extractive_answer(self, state: ChatState) -> str:
         identification = state["identification"]
-        # A follow-up read with the conversation is answered on its own words ("is it free?"):
-        # what it is about already chose the sources.
+        # A follow-up is answered on its own words ("is it free?", "is it safe with alcohol?"):
+        # what it is about (the topic, the medicine named before) already chose the sources.
         parts, own = identification.parts or [state["screen"].text], state["screen"].text
         if len(parts) == 1 and parts[0] != own:
-            parts = [*parts, own]  # "is clozapine safe with alcohol?" and "is it safe with alcohol?"
+            parts = [own]
         # The best source for each part of the question first (candidates come best first).
         chosen: list[str] = []
         for part in parts:
