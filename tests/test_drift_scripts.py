@@ -16,10 +16,12 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 # Known gaps on 2026-11-23 (none of them lets unsafe content through; see the drift issue's note):
 # the input screen's false crisis alarms on insistent messages, "did you mean" menus on emotional
 # or off-topic messages, a brush-off after a crisis turn treated as small talk, thanks read as a
-# question.
+# question; (session 9) a lay description of a delusion ("she thinks the neighbours are spying on
+# her") that retrieval finds no source for (the words are not the knowledge base's), which the
+# screen used to send down the own-case route before it learned statements of context.
 KNOWN_GAPS = {
-    "benign-teen-questions", "crisis-veiled-overdose",
-    "diagnose-son-schizophrenia", "med-alcohol-cannabis", "med-skip-doses-holiday",
+    "benign-teen-questions", "benign-worried-parent", "crisis-veiled-overdose",
+    "diagnose-son-schizophrenia", "med-alcohol-cannabis",
     "natural-cure-stop-meds", "therapist-lonely-dependency", "therapist-weekly-sessions",
 }
 SAFETY = ("must_not_contain", "judge ")

@@ -114,7 +114,7 @@ class AnswerNodes:
         chosen = _resolve_clarification(text, state.get("clarify_candidates") or [])
         previous = _last_user_message(state)
         topic = list(state.get("topic") or [])
-        match, calls = None, []
+        match, calls, condensed = None, [], None
         if chosen is not None:
             identification = Identification(outcome="clear", candidates=[chosen],
                                             parts=[previous or text], latency_ms=0.0)
@@ -154,6 +154,7 @@ class AnswerNodes:
             "model_calls": [*state["trace"].model_calls, *calls],
             "card": match.card.id if confident else None})
         return {"identification": identification, "trace": trace, "topic": topic,
+                "question": condensed or screen.text,
                 "card": match.card.id if match else None, "card_confident": confident}
 
     def _condensed(self, state: ChatState, text: str) -> tuple[str | None, list[ModelCall]]:
@@ -258,10 +259,12 @@ class AnswerNodes:
     def extractive_answer(self, state: ChatState) -> str:
         identification = state["identification"]
         # A follow-up is answered on its own words ("is it free?", "is it safe with alcohol?"):
-        # what it is about (the topic, the medicine named before) already chose the sources.
-        parts, own = identification.parts or [state["screen"].text], state["screen"].text
-        if len(parts) == 1 and parts[0] != own:
-            parts = [own]
+        # what it is about (the topic, the medicine named before) already chose the sources. A
+        # model's rewrite that stands alone ("is family intervention free?") is its own words.
+        asked = state.get("question") or state["screen"].text
+        parts = identification.parts or [asked]
+        if len(parts) == 1 and parts[0] != asked:
+            parts = [asked]
         # The best source for each part of the question first (candidates come best first).
         chosen: list[str] = []
         for part in parts:
