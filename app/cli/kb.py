@@ -126,12 +126,12 @@ def ingest(
     no_llm: Annotated[bool, typer.Option("--no-llm", help="Draft summaries offline even if a model is configured.")] = False,
 ) -> None:
     """Turn a folder of documents into knowledge-base sources (summaries drafted for review)."""
+    from app.core.models import helper_model
     from app.kb import load_knowledge_base
     from app.kb.ingest import ingest as ingest_folder
     from app.kb.ingest import write_sources
-    from app.retrieval.summaries import summaries_client
 
-    client = None if no_llm else summaries_client(load_settings())
+    client = None if no_llm else helper_model(load_settings())
     with console.status("Reading and drafting…"):
         sources = ingest_folder(path, client=client, id_prefix=prefix)
     written = write_sources(sources, out, force=force)

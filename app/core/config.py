@@ -113,7 +113,7 @@ class Retrieval(Record):
     max_parts: int = Field(4, ge=1)
     min_part_words: int = Field(3, ge=1)
     # A message in a conversation with fewer content words than this ("what should I do?") is read
-    # in the light of the previous one.
+    # with the conversation's topic.
     follow_up_min_terms: int = Field(2, ge=0)
     # With a model configured, a message in a conversation is first rewritten by it as a question
     # that stands alone ("is it free?" -> "is family intervention free?").

@@ -128,19 +128,19 @@ def pick_sentences(
         if not pool:
             return []
     part_vectors = embed(list(questions))
+    kinds = [wanted(part) for part in questions]
     penalty = np.array([0.06 * rank + 0.15 * p.leans_back for rank, _, p in pool])
     scored_parts = []
-    for part, part_vector in zip(questions, part_vectors, strict=True):
+    for part, part_vector, kind in zip(questions, part_vectors, kinds, strict=True):
         words = set(_WORDS.findall(part.lower())) - STOPWORDS
         lexical = np.array([_lexical(words, p.text) for _, _, p in pool])
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.
-        kind = wanted(part)
         typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in pool], dtype=float)
         scored_parts.append(vectors @ part_vector + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty)
     combined = np.max(np.vstack(scored_parts), axis=0)
     # Far below the best answer: not worth quoting (the answer-type bonus orders, it does not cut).
-    floor = float(combined.max()) - 0.25 - ANSWER_TYPE_BONUS * any(wanted(part) for part in questions)
+    floor = float(combined.max()) - 0.25 - ANSWER_TYPE_BONUS * any(kinds)
     index_of = {(sid, p.position): i for i, (_, sid, p) in enumerate(pool)}
     chosen: dict[tuple[str, int], Picked] = {}
     counts: dict[str, int] = {}

@@ -296,7 +296,7 @@ class AnswerNodes:
             if trace.invalid_citations:
                 trace.fallback_used = True
                 trace.errors.append(f"draft cited sources it was not given: {trace.invalid_citations}")
-                return {"answer": _joined(_joined(self._lead(state), self.extractive_answer(state)), closing),
+                return {"answer": _joined(self._lead(state), self.extractive_answer(state), closing),
                         "trace": trace}
             return {"answer": _joined(state["draft"], closing), "trace": trace}
         card = self._card(state)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from app.core.config import Settings
-from app.core.models import RoleClient, model_for
+from app.core.models import RoleClient, helper_model, model_for
 from app.core.records import CafMode, Identification, SourceText
 from app.kb.loader import KnowledgeBase
 from app.retrieval.cards import CardMatcher
@@ -56,8 +56,8 @@ class Services:
         if "crisis_screener" not in overrides and 1 in settings.caf.tiers:
             overrides["crisis_screener"] = model_for("screener", settings)
         if "condenser" not in overrides and settings.retrieval.condense:
-            # The cheap model if there is one; the configured models, never a test's stand-in.
-            overrides["condenser"] = model_for("screener", settings) or model_for("chat", settings)
+            # The configured models, never a test's stand-in chat model.
+            overrides["condenser"] = helper_model(settings)
         caf = overrides.pop("caf", None) or CriticalAnalysisFilter.from_settings(settings, resources)
         return cls(settings=settings, identifier=identifier, resources=resources, caf=caf, chat=chat,
                    **overrides)

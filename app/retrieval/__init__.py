@@ -17,16 +17,17 @@ __all__ = ["Candidate", "Identification", "SourceIdentifier", "open_identifier"]
 def open_identifier(settings: Settings, embedder: Embedder, *, show_progress: bool = False) -> SourceIdentifier:
     """Load the knowledge base, bring its index up to date (re-embedding only changed sources)
     and return an identifier for it. `identifier.index_report` says what the update did."""
+    from app.core.models import helper_model
     from app.kb.loader import load_knowledge_base
     from app.retrieval.index import ChunkIndex
-    from app.retrieval.summaries import SummaryChooser, summaries_client
+    from app.retrieval.summaries import SummaryChooser
 
     kb = load_knowledge_base(settings.knowledge_base)
     index = ChunkIndex(kb, settings, embedder=embedder)
     report = index.sync(show_progress=show_progress)
     chooser = None
     if settings.retrieval.strategy != "retrieval":
-        client = summaries_client(settings)
+        client = helper_model(settings)
         chooser = SummaryChooser(client, kb) if client is not None else None
     identifier = SourceIdentifier(kb, index, settings, chooser=chooser)
     identifier.index_report = report

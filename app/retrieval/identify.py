@@ -131,9 +131,10 @@ class SourceIdentifier:
         """Which reading of a message in a conversation counts, and whether it continues the
         conversation. One that refers back ("how long does it go on for?", "what about uni? can
         they make changes for her…", whatever its length) is read with the conversation's topic:
-        what it names alone ("how long") is not its topic. One that says almost nothing itself ("what should I do?") or that its own words
-        leave unsure ("what happens when you're discharged?") also continues the conversation,
-        each source keeping the better of its two readings. One that stands on its own words is
+        what it names alone ("how long") is not its topic. One that says almost nothing itself
+        ("what should I do?") or that its own words leave unsure ("what happens when you're
+        discharged?") also continues the conversation, each source keeping the better of its two
+        readings. One that stands on its own words is
         a new question, answered or declared not covered ("how do I renew my passport?") by
         itself."""
         r = self.settings.retrieval

@@ -10,8 +10,7 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import Field
 
-from app.core.config import Settings
-from app.core.models import RoleClient, call_structured, model_for
+from app.core.models import RoleClient, call_structured
 from app.core.records import ModelCall, Record
 from app.kb.loader import KnowledgeBase
 
@@ -34,10 +33,6 @@ class SourceChoice(Record):
     """The sources that answer the question, best first; empty when none does."""
 
     sources: list[ChosenSource] = Field(default_factory=list)
-
-
-def summaries_client(settings: Settings) -> RoleClient | None:
-    return model_for("screener", settings) or model_for("chat", settings)
 
 
 class SummaryChooser:

@@ -20,6 +20,12 @@ def model_for(role: Role, settings: Settings) -> RoleClient | None:
                       timeout_s=spec.timeout_s, retries=spec.retries)
 
 
+def helper_model(settings: Settings) -> RoleClient | None:
+    """The model for small helper calls (choosing sources, drafting summaries, rewriting a
+    follow-up): the cheap screener if configured, else the chat model, else None."""
+    return model_for("screener", settings) or model_for("chat", settings)
+
+
 def _chat_openai(role: Role, settings: Settings) -> BaseChatModel:
     from langchain_openai import ChatOpenAI  # imported on demand: offline runs never need it
 
