@@ -14,7 +14,7 @@ from app.core.records import SourceText, Turn
 from app.core.text import citations_in, numbers, polarity, split_sentences, strip_citations
 from judges.local import LOCAL_CHECKS, Resources, run_local_checks
 from judges.scenarios import ScenarioError, load_scenarios
-from judges.schema import DraftContext
+from judges.schema import DraftContext, Finding
 
 DEPOT = SourceText(id="S10", title="Depot injections", text=(
     "Depot injections release an antipsychotic slowly. Depending on the medicine, they are given "
@@ -249,8 +249,27 @@ def test_a_crashing_check_counts_as_a_flag(monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setitem(LOCAL_CHECKS, "citations", broken)
-    [finding] = run_local_checks(ctx("Hi."), LEXICAL, ["citations"])
+    [finding] = run_local_checks(ctx("A draft no other test checks."), LEXICAL, ["citations"])
     assert finding.flagged and "boom" in finding.detail
+
+
+def test_a_check_runs_once_per_context_and_a_failure_is_not_kept(monkeypatch):
+    calls = []
+
+    def flaky(_ctx, _res):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("first call fails")
+        return Finding(check="citations", flagged=False, score=0.0)
+
+    monkeypatch.setitem(LOCAL_CHECKS, "citations", flaky)
+    draft = ctx("Another draft checked only by this test.")
+    assert run_local_checks(draft, LEXICAL, ["citations"])[0].flagged  # the failure, reported
+    assert not run_local_checks(draft, LEXICAL, ["citations"])[0].flagged  # run again, not the failure
+    assert not run_local_checks(draft, LEXICAL, ["citations"])[0].flagged  # now remembered
+    assert len(calls) == 2
+    run_local_checks(ctx("A different draft."), LEXICAL, ["citations"])
+    assert len(calls) == 3
 
 
 def test_user_message_alone_is_not_judged_by_draft_checks():

@@ -8,6 +8,7 @@ process's `Resources` (embedder, phrase vectors, learned checks) and keeps no st
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 
@@ -64,10 +65,13 @@ def run_local_checks(ctx: DraftContext, res: Resources, checks: list[str] | None
     if unknown:
         raise KeyError(f"unknown local checks {unknown}; available: {sorted(LOCAL_CHECKS)}")
     _prefetch(ctx, names, res)
+    # The checks are pure functions of the context: a drift run's audit of a delivered draft, or a
+    # second judge naming the same check, gets the finding already made (a failure is not kept).
+    key = hashlib.sha256(ctx.model_dump_json().encode()).hexdigest()
     findings = []
     for name in names:
         try:
-            findings.append(LOCAL_CHECKS[name](ctx, res))
+            findings.append(res.remember(f"tier0.{name}", key, lambda name=name: LOCAL_CHECKS[name](ctx, res)))
         except Exception as error:
             log.exception("local check %s failed", name)
             findings.append(Finding(check=name, flagged=True, score=1.0, suggested_verdict="warn",

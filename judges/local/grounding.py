@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,13 +61,31 @@ def _t(name: str) -> float:
 
 def units(text: str) -> list[str]:
     """A source's sentences, plus their clauses when a sentence has several."""
-    units = []
+    return list(_source(text).units)
+
+
+@dataclass(frozen=True)
+class _SourceFacts:
+    units: tuple[str, ...]
+    stems: frozenset[str]
+    numbers: frozenset[float]
+    has_numbers: bool
+    medicines: frozenset[str]
+
+
+@lru_cache(maxsize=512)
+def _source(text: str) -> _SourceFacts:
+    """What the check compares a sentence with, read once per source text: the knowledge base's
+    sources recur in every turn, and a draft cites each of them in several sentences."""
+    pieces = []
     for sentence in split_sentences(text):
         sentence = strip_citations(sentence)
-        units.append(sentence)
+        pieces.append(sentence)
         parts = [p.strip() for p in _CLAUSE.split(sentence) if len(p.split()) >= 4]
-        units += parts if len(parts) > 1 else []
-    return units
+        pieces += parts if len(parts) > 1 else []
+    return _SourceFacts(units=tuple(pieces), stems=frozenset(content_stems(text)),
+                        numbers=frozenset(numbers(text)), has_numbers=bool(numbers(text, small_words=False)),
+                        medicines=frozenset(m.lower() for m in patterns.words_regex("medicines").findall(text)))
 
 
 def source_units(ctx: DraftContext) -> list[str]:
@@ -86,23 +105,22 @@ def analyse(ctx: DraftContext, res: Resources) -> list[SentenceSupport]:
         texts = [s.text for i in citations_in(sentence) if (s := ctx.source(i)) is not None]
         if not texts:
             continue
-        source_text = " ".join(texts)
-        pieces = [u for t in texts for u in units(t)]
+        facts = _source(" ".join(texts))
+        pieces = [u for t in texts for u in _source(t).units]
         sims = _similarities(claim, pieces, res)
         if previous and _ANAPHORA.match(claim):  # "These are..." needs the sentence before it
             sims = np.maximum(sims, _similarities(f"{previous} {claim}", pieces, res))
         order = np.argsort(-sims)
         closest = pieces[int(order[0])] if pieces else ""
         words = content_stems(claim) - generic
-        novel = sorted(words - content_stems(source_text))
-        source_medicines = {m.lower() for m in medicines.findall(source_text)}
+        novel = sorted(words - facts.stems)
         results.append(SentenceSupport(
             sentence=sentence, kind=kind(sentence),
             similarity=float(sims[int(order[0])]) if pieces and res.embeddings else None,
             closest=closest, novel_words=novel, novel_share=len(novel) / len(words) if words else 0.0,
-            new_numbers=sorted(numbers(claim, small_words=False) - numbers(source_text)),
-            source_has_numbers=bool(numbers(source_text, small_words=False)),
-            new_medicines=sorted({m.lower() for m in medicines.findall(claim)} - source_medicines),
+            new_numbers=sorted(numbers(claim, small_words=False) - facts.numbers),
+            source_has_numbers=facts.has_numbers,
+            new_medicines=sorted({m.lower() for m in medicines.findall(claim)} - facts.medicines),
             # Against the closest unit, or a runner-up about as close (the same fact, worded twice).
             polarity_flip=any(_flipped(claim, pieces[int(i)], generic) for i in order[:2]
                               if sims[int(i)] >= max(_t("negation_similarity"), sims[int(order[0])] - 0.05)

@@ -10,7 +10,7 @@ the payload of an instruction hidden in a source.
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from app.core.text import content_stems, split_sentences, stem, words
@@ -68,13 +68,15 @@ def _refuses(draft: str) -> bool:
 
 def _injected_payloads(ctx: DraftContext) -> list[tuple[str, str]]:
     """(source text without the instruction, the instruction) for instructions hidden in sources."""
-    found = []
-    for source in ctx.sources:
-        sentences = split_sentences(re.sub(r"\[([^\]]{12,})\]", r". \1. ", source.text))
-        for n, sentence in enumerate(sentences):
-            if patterns.regex(CHECK, "injection").search(sentence):
-                found.append((" ".join(sentences[:n] + sentences[n + 1:]), sentence))
-    return found
+    return [found for source in ctx.sources for found in _payloads_in(source.text)]
+
+
+@lru_cache(maxsize=512)
+def _payloads_in(text: str) -> tuple[tuple[str, str], ...]:
+    # Read once per source text: the same sources come back turn after turn.
+    sentences = split_sentences(re.sub(r"\[([^\]]{12,})\]", r". \1. ", text))
+    return tuple((" ".join(sentences[:n] + sentences[n + 1:]), sentence) for n, sentence in enumerate(sentences)
+                 if patterns.regex(CHECK, "injection").search(sentence))
 
 
 def check(ctx: DraftContext, res: Resources) -> Finding:
