@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from functools import lru_cache
 
 import numpy as np
 
@@ -29,14 +30,22 @@ class HashingEmbedder:
 
     def encode(self, texts: list[str], batch_size: int = 64, *, cache: bool | None = None) -> np.ndarray:
         self.calls += 1
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for token in _stems(text) or {"_empty"}:
-                out[row, int(hashlib.md5(token.encode()).hexdigest(), 16) % self.dimensions] += 1.0
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.stack([_hashed(text, self.dimensions) for text in texts])
 
     def known_words(self) -> set[str]:
         return set()
+
+
+@lru_cache(maxsize=16384)  # as the real embedder remembers the texts that recur
+def _hashed(text: str, dimensions: int) -> np.ndarray:
+    out = np.zeros(dimensions, dtype=np.float32)
+    for token in _stems(text) or {"_empty"}:
+        out[int(hashlib.md5(token.encode()).hexdigest(), 16) % dimensions] += 1.0
+    out /= np.linalg.norm(out)
+    out.flags.writeable = False
+    return out
 
 
 class KeywordIdentifier:

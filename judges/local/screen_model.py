@@ -143,7 +143,7 @@ def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarr
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(crisis, small talk, personal advice, urgent situation) probability per text."""
     classifier: LogisticRegression = variant["classifier"]
-    p = classifier.predict_proba(_features(variant["vectoriser"], texts, embedded))
+    p = classifier.predict_proba(_as_weights(_features(variant["vectoriser"], texts, embedded)))
     classes = [str(c) for c in classifier.classes_]
     crisis = p[:, [i for i, c in enumerate(classes) if c.startswith("crisis:")]].sum(axis=1)
     small = p[:, [i for i, c in enumerate(classes) if c.startswith("small_talk:")]].sum(axis=1)
@@ -305,7 +305,13 @@ def _too_short_to_judge(message: str) -> bool | None:
 def _english_probability(fitted: dict[str, Any], messages: list[str]) -> np.ndarray:
     classifier: LogisticRegression = fitted["classifier"]
     column = [str(c) for c in classifier.classes_].index("en")
-    return classifier.predict_proba(fitted["vectoriser"].transform(messages))[:, column]
+    return classifier.predict_proba(_as_weights(fitted["vectoriser"].transform(messages)))[:, column]
+
+
+def _as_weights(x: Any) -> Any:
+    """Features in the weights' precision: a float64 matrix times the float32 weights makes a
+    float64 copy of the weights (tens of thousands of rows) at every message."""
+    return x.astype(np.float32)
 
 
 def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
