@@ -5,11 +5,10 @@ measured alike."""
 
 from __future__ import annotations
 
-from langchain_core.messages import HumanMessage
-
 from app.core.records import TurnTrace, Verdict
+from app.graph.nodes import conversation_turns
 from app.graph.services import Services
-from judges.schema import DraftContext, Turn
+from judges.schema import DraftContext
 
 
 def audit_answer(services: Services, trace: TurnTrace, history: list) -> dict[str, Verdict]:
@@ -20,12 +19,10 @@ def audit_answer(services: Services, trace: TurnTrace, history: list) -> dict[st
         return {}
     cited = [s for sid in dict.fromkeys([*trace.prompt_sources, *trace.citations])
              if (s := services.source_text(sid))]
-    turns = [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
-             for m in history[-6:]]
     # The closing (fixed crisis contacts) is the product's text, as the filter saw it: not judged
     # as content, counted as the answer's response to a recent crisis.
     answer = trace.answer.removesuffix(trace.closing).rstrip() if trace.closing else trace.answer
-    ctx = DraftContext(user=trace.user_message, draft=answer, sources=cited, history=turns,
+    ctx = DraftContext(user=trace.user_message, draft=answer, sources=cited, history=conversation_turns(history),
                        closing=trace.closing)
     result = services.caf.cascade.run(ctx, tiers={0})
     return {name: judgement.verdict for name, judgement in result.final.items()}

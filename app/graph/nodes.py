@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from langgraph.runtime import Runtime
 
@@ -162,7 +162,7 @@ class AnswerNodes:
         or its answer was unusable: the offline reading stands); and the call made."""
         if self.services.condenser is None:
             return None, []
-        rewritten, call = condense(self.services.condenser, conversation_turns(state), text,
+        rewritten, call = condense(self.services.condenser, conversation_turns(state.get("messages", [])), text,
                                    deadline=self.deadline(state["trace"]))
         return rewritten, [call] if call is not None else []
 
@@ -441,13 +441,13 @@ def draft_context(state: ChatState, services: Services) -> DraftContext:
     """What the judges see of this turn: the message, the draft, the sources given, recent turns."""
     sources = [d for sid in state.get("prompt_source_ids") or [] if (d := services.source_text(sid))]
     return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources,
-                        history=conversation_turns(state))
+                        history=conversation_turns(state.get("messages", [])))
 
 
-def conversation_turns(state: ChatState, last: int = 6) -> list[Turn]:
-    """The conversation's last messages as the user saw them."""
+def conversation_turns(messages: list[AnyMessage], last: int = 6) -> list[Turn]:
+    """The conversation's last messages as the user saw them (what the judges see of it)."""
     return [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
-            for m in state.get("messages", [])[-last:]]
+            for m in messages[-last:]]
 
 
 def _crisis_in_previous_message(previous: InputScreen | None) -> bool:

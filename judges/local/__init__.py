@@ -64,14 +64,23 @@ def run_local_checks(ctx: DraftContext, res: Resources, checks: list[str] | None
     unknown = [n for n in names if n not in LOCAL_CHECKS]
     if unknown:
         raise KeyError(f"unknown local checks {unknown}; available: {sorted(LOCAL_CHECKS)}")
-    _prefetch(ctx, names, res)
     # The checks are pure functions of the context: a drift run's audit of a delivered draft, or a
-    # second judge naming the same check, gets the finding already made (a failure is not kept).
+    # second judge naming the same check, gets the finding already made (a failure is not kept),
+    # and the texts are embedded only when a check is run.
     key = hashlib.sha256(ctx.model_dump_json().encode()).hexdigest()
+    prefetched = False
+
+    def run(name: str) -> Finding:
+        nonlocal prefetched
+        if not prefetched:
+            _prefetch(ctx, names, res)
+            prefetched = True
+        return LOCAL_CHECKS[name](ctx, res)
+
     findings = []
     for name in names:
         try:
-            findings.append(res.remember(f"tier0.{name}", key, lambda name=name: LOCAL_CHECKS[name](ctx, res)))
+            findings.append(res.remember(f"tier0.{name}", key, lambda name=name: run(name)))
         except Exception as error:
             log.exception("local check %s failed", name)
             findings.append(Finding(check=name, flagged=True, score=1.0, suggested_verdict="warn",
