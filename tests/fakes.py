@@ -66,3 +66,6 @@ class KeywordIdentifier:
                       for hits, sid in scored[:3] if hits]
         return Identification(outcome=outcome, candidates=candidates, parts=[question],
                               latency_ms=(time.perf_counter() - started) * 1000)
+
+    def correct_spelling(self, text: str) -> str:
+        return text

@@ -4,6 +4,8 @@ on the conversation so far. `cafbot judges eval` routes messages exactly as a us
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from app.core.records import InputScreen
@@ -72,6 +74,28 @@ def test_tell_me_more_continues_the_same_topic_with_something_new(bot):
     reminder = reply("verification_reminder")
     said = [s for s in split_sentences(first.answer.replace(reminder, "")) if len(s) > 30]
     assert said and not [s for s in said if s in more.answer], "a follow-up repeats what was already said"
+
+
+def test_a_misspelt_follow_up_is_answered_as_the_words_meant(bot):
+    """Retrieval corrects "alchol"; the sentences of the answer are chosen by the corrected words
+    too, so a typo gets the answer the spelled-right question gets."""
+    answers = []
+    for follow_up in ("is it safe with alcohol?", "is it safe with alchol?"):
+        thread = bot.new_thread()
+        bot.ask(thread, "what is clozapine")
+        answers.append(bot.ask(thread, follow_up).answer)
+    assert "alcohol" in answers[0].lower()
+    assert answers[1] == answers[0]
+
+
+def test_a_follow_up_asking_for_a_kind_of_answer_is_composed_on_its_own_words(bot):
+    """"How often…?" after a topic: more from the topic's sources, chosen for a frequency, not
+    the first question's words again."""
+    thread = bot.new_thread()
+    bot.ask(thread, "what's a long acting injection? the team said it might suit my daughter")
+    trace = bot.ask(thread, "how often would she have to have it")
+    assert trace.route == "answer" and not trace.fallback_used
+    assert re.search(r"every (week|month|\d)", trace.answer), trace.answer
 
 
 def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):

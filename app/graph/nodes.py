@@ -31,6 +31,7 @@ from app.core.records import (
     TurnTrace,
 )
 from app.core.text import citations_in
+from app.generation import answer_types
 from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
@@ -115,17 +116,22 @@ class AnswerNodes:
         previous = _last_user_message(state)
         topic = list(state.get("topic") or [])
         match, calls, condensed = None, [], None
+        # What the answer is composed for, in the asker's own words (see extractive_answer).
+        asked = screen.text
         if chosen is not None:
-            identification = Identification(outcome="clear", candidates=[chosen],
-                                            parts=[previous or text], latency_ms=0.0)
-            topic = [previous or text]
+            # The choice ("2", "yes") answers the question that offered it.
+            asked = previous or text
+            identification = Identification(outcome="clear", candidates=[chosen], parts=[asked], latency_ms=0.0)
+            topic = [asked]
         elif screen.follow_up and adds_no_topic(text) and (last := self._last_answer_sources(state)):
-            # "Tell me more", "why?": more from the sources of the last answer, on its question.
-            identification = Identification(outcome="clear", candidates=last,
-                                            parts=[previous or text], latency_ms=0.0)
+            # "Tell me more", "why?", "how often?": more from the sources of the last answer; on
+            # its question, unless this message asks for a kind of answer of its own.
+            asked = text if answer_types.wanted(text) else previous or text
+            identification = Identification(outcome="clear", candidates=last, parts=[asked], latency_ms=0.0)
         else:
             earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
             condensed, calls = self._condensed(state, text) if earlier else (None, [])
+            asked = condensed or asked
             text = condensed or resolve_references(text, earlier)  # "is it safe…" -> "is clozapine …"
             identification = self.services.identifier.identify(text, context=" ".join(topic))
             # A message read with the topic continues it; one that stood alone starts a new one.
@@ -154,7 +160,7 @@ class AnswerNodes:
             "model_calls": [*state["trace"].model_calls, *calls],
             "card": match.card.id if confident else None})
         return {"identification": identification, "trace": trace, "topic": topic,
-                "question": condensed or screen.text,
+                "question": asked,
                 "card": match.card.id if match else None, "card_confident": confident}
 
     def _condensed(self, state: ChatState, text: str) -> tuple[str | None, list[ModelCall]]:
@@ -262,9 +268,7 @@ class AnswerNodes:
         # what it is about (the topic, the medicine named before) already chose the sources. A
         # model's rewrite that stands alone ("is family intervention free?") is its own words.
         asked = state.get("question") or state["screen"].text
-        parts = identification.parts or [asked]
-        if len(parts) == 1 and parts[0] != asked:
-            parts = [asked]
+        parts = identification.parts if len(identification.parts) > 1 else [asked]
         # The best source for each part of the question first (candidates come best first).
         chosen: list[str] = []
         for part in parts:
@@ -279,7 +283,9 @@ class AnswerNodes:
         said = [str(m.content) for m in state.get("messages", []) if isinstance(m, AIMessage)] \
             if state["screen"].follow_up else []
         said.append(self._lead(state))  # the lead already says how to get help
-        answer = compose_extractive_answer(parts, docs, self.services.embed, already_said=said)
+        # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
+        meant = [self.services.identifier.correct_spelling(p) for p in parts]
+        answer = compose_extractive_answer(meant, docs, self.services.embed, already_said=said)
         if state["trace"].route == "boundary":  # what the bot cannot do, the facts, who to ask
             body = answer.removesuffix(reply("verification_reminder")).strip()
             answer = "\n\n".join(p for p in (reply("boundary_opening"), body, reply("boundary_who_to_ask")) if p)

@@ -25,6 +25,8 @@ class Identifier(Protocol):
 
     def identify(self, question: str, context: str = "") -> Identification: ...
 
+    def correct_spelling(self, text: str) -> str: ...
+
 
 @dataclass
 class Services:

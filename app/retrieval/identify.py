@@ -84,11 +84,15 @@ class SourceIdentifier:
         return Identification(outcome=outcome, candidates=candidates, parts=parts, model_calls=calls,
                               context=used_context, latency_ms=(time.perf_counter() - started) * 1000)
 
+    def correct_spelling(self, text: str) -> str:
+        """Misspelt words read as the knowledge base's words ("alchol" -> "alcohol")."""
+        return self.speller.correct(text)
+
     # -- retrieval ---------------------------------------------------------------------------
     def score(self, texts: list[str]) -> list[Scored]:
         """Each text's sources, ranked by fused retrieval, with confidences."""
         r, index = self.settings.retrieval, self.index
-        corrected = [self.speller.correct(t) for t in texts]
+        corrected = [self.correct_spelling(t) for t in texts]
         dense = index.dense(index.embedder.encode(corrected), r.dense_candidates)
         results = []
         for text, hits in zip(corrected, dense, strict=True):
