@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pytest
 
 from app.core.records import SourceText
@@ -104,3 +105,36 @@ def test_the_answer_leads_with_the_sentence_of_the_kind_asked_for(embedder, know
     family = SourceText(id=source.id, title=source.title, text=source.body)
     answer = compose_extractive_answer([question], [family], embedder.encode)
     assert answer.startswith(leads_with), answer
+
+
+@pytest.mark.slow
+def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_base):
+    """"It causes movements…" says what tardive dyskinesia looks like; it leans on the definition
+    before it, so it comes with it rather than being passed over as a dangling sentence."""
+    source = knowledge_base.get("S12")
+    side_effects = SourceText(id=source.id, title=source.title, text=source.body)
+    answer = compose_extractive_answer(["What is tardive dyskinesia? My lips have started moving on their own."],
+                                       [side_effects], embedder.encode)
+    lead, following = split_sentences(answer)[:2]
+    assert lead.startswith("Tardive dyskinesia is") and following.startswith("It causes movements"), answer
+
+
+def test_rare_question_words_weigh_more_than_common_ones():
+    """A sentence naming the medicine asked about beats one that shares only everyday words."""
+    pills = SourceText(id="S90", title="Medicines", text=(
+        "Your medicine and your tablets should be reviewed by your team at every visit. "
+        "Keep your medicine in a cool, dry place. "
+        "A pill box helps you remember your tablets. "
+        "Ask the pharmacist if your medicine looks different. "
+        "Some tablets can be crushed, others cannot. "
+        "Take your medicine at the same time each day. "
+        "Swallow tablets with a glass of water. "
+        "Never share your medicine with anyone. "
+        "Aripiprazole is an antipsychotic that is less likely to cause weight gain."))
+
+    def same_vector(texts: list[str]) -> np.ndarray:  # no help from meaning: words alone decide
+        return np.ones((len(texts), 4)) / 2.0
+
+    answer = compose_extractive_answer(["tell me about aripiprazole, the medicine in my tablets"], [pills],
+                                       same_vector, max_sentences=1)
+    assert answer.startswith("Aripiprazole is an antipsychotic"), answer

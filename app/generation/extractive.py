@@ -99,9 +99,16 @@ def source_sentences(body: str) -> list[str]:
     return [p.text for p in passages(body)]
 
 
-def _lexical(question_words: set[str], sentence: str) -> float:
-    words = set(_WORDS.findall(sentence.lower())) - STOPWORDS
-    return len(words & question_words) / (len(question_words) or 1)
+def _content_words(text: str) -> set[str]:
+    return set(_WORDS.findall(text.lower())) - STOPWORDS
+
+
+def _lexical(question_words: set[str], sentence_words: set[str], idf: dict[str, float]) -> float:
+    """The share of the question's words the sentence uses, each weighted by how rare it is among
+    the sentences on offer: "aripiprazole" or "tardive" says what the question is about, "medicine"
+    does not."""
+    total = sum(idf.get(w, 0.0) for w in question_words)
+    return sum(idf.get(w, 0.0) for w in question_words & sentence_words) / total if total else 0.0
 
 
 def pick_sentences(
@@ -127,13 +134,21 @@ def pick_sentences(
         pool, vectors = [item for item, keep in zip(pool, fresh, strict=True) if keep], vectors[fresh]
         if not pool:
             return []
+    sentence_words = [_content_words(p.text) for _, _, p in pool]
+    df: dict[str, int] = {}
+    for found in sentence_words:
+        for w in found:
+            df[w] = df.get(w, 0) + 1
+    # Smoothed inverse document frequency over the pool; a word no sentence uses weighs as the rarest.
+    idf = {w: float(np.log((len(pool) + 1) / (df.get(w, 0) + 1)))
+           for w in set().union(*(_content_words(q) for q in questions))}
     part_vectors = embed(list(questions))
     kinds = [wanted(part) for part in questions]
     penalty = np.array([0.06 * rank + 0.15 * p.leans_back for rank, _, p in pool])
     scored_parts = []
     for part, part_vector, kind in zip(questions, part_vectors, kinds, strict=True):
-        words = set(_WORDS.findall(part.lower())) - STOPWORDS
-        lexical = np.array([_lexical(words, p.text) for _, _, p in pool])
+        words = _content_words(part)
+        lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.
         typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in pool], dtype=float)
@@ -164,6 +179,13 @@ def pick_sentences(
         if len(chosen) >= max_sentences or combined[index] < floor:
             break
         take(int(index))
+    # The best sentence's own continuation ("Tardive dyskinesia is… It causes movements…") goes
+    # with it: it says more about what answered, and reads well only right after it.
+    lead = max(chosen.values(), key=lambda p: p.score)
+    after = index_of.get((lead.source_id, lead.position + 1))
+    if after is not None and len(chosen) < max_sentences and pool[after][2].leans_back \
+            and pool[after][2].section == pool[index_of[(lead.source_id, lead.position)]][2].section:
+        take(after, forced=True)
     return list(chosen.values())
 
 
