@@ -72,5 +72,18 @@ def test_a_resources_never_trains(monkeypatch):
 
     monkeypatch.setattr(screen_model, "train", refuse)
     monkeypatch.setattr(role_model, "fit_and_save", refuse)
-    monkeypatch.setattr(screen_model, "_fit", refuse)
+    monkeypatch.setattr(screen_model, "_cross_fit", refuse)
     assert Resources().screen_model.read("thanks").small_talk > 0.5
+
+
+def test_thresholds_are_chosen_on_readings_by_models_that_did_not_see_the_message():
+    """Cross-fitting: each message is read by the fold model that did not train on it, so a
+    message the shipped model has learned by heart still reads as unseen when thresholds are set."""
+    texts = [f"hello there friend number {i}" for i in range(30)] + \
+            [f"i want to end it all tonight {i}" for i in range(30)] + ["purple elephant umbrella"]
+    labels = ["small_talk:greeting"] * 30 + ["crisis:direct"] * 31
+    vectoriser = screen_model._vectoriser().fit(texts)
+    fitted, (crisis, *_rest) = screen_model._cross_fit(vectoriser, screen_model._features(vectoriser, texts, None), labels)
+    shipped = screen_model._probabilities(fitted, texts, None)[0]
+    assert crisis[:30].max() < 0.5 < crisis[30:60].min()  # the held-out readings still tell them apart
+    assert shipped[-1] > crisis[-1] + 0.1  # the odd one out: learned by the whole, unseen by its fold
