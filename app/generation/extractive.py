@@ -140,14 +140,13 @@ def pick_sentences(
         for w in found:
             df[w] = df.get(w, 0) + 1
     # Smoothed inverse document frequency over the pool; a word no sentence uses weighs as the rarest.
-    idf = {w: float(np.log((len(pool) + 1) / (df.get(w, 0) + 1)))
-           for w in set().union(*(_content_words(q) for q in questions))}
+    part_words = [_content_words(part) for part in questions]
+    idf = {w: float(np.log((len(pool) + 1) / (df.get(w, 0) + 1))) for w in set().union(*part_words)}
     part_vectors = embed(list(questions))
     kinds = [wanted(part) for part in questions]
     penalty = np.array([0.06 * rank + 0.15 * p.leans_back for rank, _, p in pool])
     scored_parts = []
-    for part, part_vector, kind in zip(questions, part_vectors, kinds, strict=True):
-        words = _content_words(part)
+    for words, part_vector, kind in zip(part_words, part_vectors, kinds, strict=True):
         lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.

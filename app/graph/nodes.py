@@ -266,7 +266,8 @@ class AnswerNodes:
         identification = state["identification"]
         # A follow-up is answered on its own words ("is it free?", "is it safe with alcohol?"):
         # what it is about (the topic, the medicine named before) already chose the sources. A
-        # model's rewrite that stands alone ("is family intervention free?") is its own words.
+        # model's rewrite that stands alone ("is family intervention free?") is its own words;
+        # "tell me more" is answered on the question before it (identify_sources sets `question`).
         asked = state.get("question") or state["screen"].text
         parts = identification.parts if len(identification.parts) > 1 else [asked]
         # The best source for each part of the question first (candidates come best first).

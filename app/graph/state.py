@@ -45,7 +45,9 @@ class ChatState(TypedDict, total=False):
     # What the conversation is about: the last question that stood on its own, then the latest
     # follow-up read with it ("what is family intervention?", "how long does it go on for?").
     topic: list[str]
-    question: str  # what this turn answers: the message, or a model's rewrite that stands alone
+    # What this turn answers, in words: the message, a model's rewrite that stands alone, or, after
+    # "tell me more" or a "did you mean" choice, the question that led there.
+    question: str
     prompt: list[AnyMessage]  # this turn's enhanced prompt for the chat model
     prompt_source_ids: list[str]
     draft: str

@@ -138,9 +138,8 @@ class SourceIdentifier:
         what it names alone ("how long") is not its topic. One that says almost nothing itself
         ("what should I do?") or that its own words leave unsure ("what happens when you're
         discharged?") also continues the conversation, each source keeping the better of its two
-        readings. One that stands on its own words is
-        a new question, answered or declared not covered ("how do I renew my passport?") by
-        itself."""
+        readings. One that stands on its own words is a new question, answered or declared not
+        covered ("how do I renew my passport?") by itself."""
         r = self.settings.retrieval
         own = alone[0][1] if alone else 0.0
         refers = refers_back(question)

@@ -19,7 +19,8 @@ a quarter of the other languages for English.)
 Thresholds are chosen on cross-validated readings of the train split (never on the holdout): each
 message is read by a model fitted on the other folds, and the crisis threshold is the highest that
 keeps the screen's recall on those readings (patterns and model together, as a user turn runs
-them) at `recall_target`; the shipped model averages the folds' models. The fitted model is an artefact (judges/local/artefacts.py).
+them) at `recall_target`; the shipped model averages the folds' models. The fitted model is an
+artefact (judges/local/artefacts.py).
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def _cross_fit(vectoriser: FeatureUnion, x: Any, labels: list[str]
     messages are added than one fit on a single split did."""
     labels = _mergeable(labels)
     folds = StratifiedKFold(SETTINGS["folds"], shuffle=True, random_state=SETTINGS["seed"])
-    probabilities = [np.zeros(x.shape[0]) for _ in range(4)]
+    probabilities = tuple(np.zeros(x.shape[0]) for _ in range(4))
     fitted: list[LogisticRegression] = []
     for train_rows, dev_rows in folds.split(np.zeros(len(labels)), labels):
         classifier = _classifier(x[train_rows], [labels[i] for i in train_rows])
@@ -145,8 +146,7 @@ def _cross_fit(vectoriser: FeatureUnion, x: Any, labels: list[str]
     averaged = copy.deepcopy(fitted[0])
     averaged.coef_ = np.mean([c.coef_ for c in fitted], axis=0).astype(np.float16).astype(np.float32)
     averaged.intercept_ = np.mean([c.intercept_ for c in fitted], axis=0)
-    crisis, small, personal, urgent = probabilities
-    return {"vectoriser": vectoriser, "classifier": averaged}, (crisis, small, personal, urgent)
+    return {"vectoriser": vectoriser, "classifier": averaged}, tuple(probabilities)
 
 
 def _mergeable(labels: list[str]) -> list[str]:
