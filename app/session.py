@@ -215,8 +215,10 @@ class Chatbot:
             return self._ask(thread_id, text, mode, on_step or (lambda _step: None))
 
     def _ask(self, thread_id: str, text: str, mode: CafMode, on_step: Callable[[str], None]) -> TurnTrace:
-        self.turn_log.start_conversation(thread_id, caf_mode=mode)
-        recorded = self.turn_log.conversation(thread_id).turns  # counted in SQL, no trace parsed
+        known = self.turn_log.conversation(thread_id)
+        if known is None:
+            self.turn_log.start_conversation(thread_id, caf_mode=mode)
+        recorded = known.turns if known else 0  # counted in SQL, no trace parsed
         if recorded and not self.state(thread_id):
             raise StoreError(
                 f"{self.settings.checkpoint_path}: conversation {thread_id} has {recorded} recorded "

@@ -10,6 +10,7 @@ never returned; when nothing passes, `text` is None and the caller sends a fixed
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from app.core.config import Settings
 from app.core.errors import ModelError
@@ -44,9 +45,10 @@ class CriticalAnalysisFilter:
                    warning_ttl_turns=caf.warning_ttl_turns)
 
     def review(self, ctx: DraftContext, *, turn: int, mode: CafMode = "on",
-               fallback: str | None = None, deadline: Deadline | None = None) -> FilterOutcome:
+               fallback: Callable[[], str | None] | None = None, deadline: Deadline | None = None
+               ) -> FilterOutcome:
         """Judge `ctx.draft` (refining a rejected one when a refiner is configured); if nothing
-        passes, judge `fallback` too. `mode="tier0"` runs the local checks alone, with no model.
+        passes, judge the text `fallback` makes (composed only then: most drafts pass). `mode="tier0"` runs the local checks alone, with no model.
         `deadline` bounds every model call; once it is spent no judge can pass a flagged text, so
         only what tier 0 passes outright can still be delivered."""
         if mode == "off":
@@ -84,10 +86,10 @@ class CriticalAnalysisFilter:
         if text is None:
             if last.failed_closed:
                 report.errors.append("a judge at the top tier failed: the draft is not delivered")
-            if fallback and _normal(fallback) not in rejected:
-                last = self._judge(ctx.model_copy(update={"draft": fallback}), tiers, report, calls,
-                                   deadline)
-                text = fallback if last.passed else None
+            spare = fallback() if fallback else None
+            if spare and _normal(spare) not in rejected:
+                last = self._judge(ctx.model_copy(update={"draft": spare}), tiers, report, calls, deadline)
+                text = spare if last.passed else None
             report.fallback_used = True
         report.final_verdict = last.verdict if text is not None else "reject"
         warnings = self._warnings(last, turn) if text is not None else []

@@ -87,3 +87,28 @@ def test_thresholds_are_chosen_on_readings_by_models_that_did_not_see_the_messag
     shipped = screen_model._probabilities(fitted, texts, None)[0]
     assert crisis[:30].max() < 0.5 < crisis[30:60].min()  # the held-out readings still tell them apart
     assert shipped[-1] > crisis[-1] + 0.1  # the odd one out: learned by the whole, unseen by its fold
+
+
+def test_the_screen_reads_a_message_as_scikit_learn_would():
+    """The screen weights features and scores classes itself (scikit-learn's per-call checks cost
+    more than the arithmetic on one message); on the shipped models the figures must not move."""
+    import numpy as np
+
+    bundle = Resources().screen_model.bundle
+    messages = ["", "hi", "I'm on clozapine and so sleepy, would 10mg be enough???",
+                "quiero morir esta noche", "Мне очень плохо", "tell me more about NEGATIVE symptoms " * 20,
+                "is it safe with alchol? [S03] 😊"]
+    for name in ("lexical", "languages"):
+        variant = bundle[name]
+        expected = variant["vectoriser"].transform(messages)
+        ours = screen_model._features(variant["vectoriser"], messages, None)
+        assert np.allclose(ours.toarray(), expected.toarray(), atol=1e-9), name
+        assert np.allclose(screen_model._predict_proba(variant["classifier"], ours),
+                           variant["classifier"].predict_proba(expected.astype(np.float32)), atol=1e-6), name
+    language_id = bundle["language_id"]
+    english = list(language_id["classifier"].classes_).index("en")
+    assert np.allclose(screen_model._tfidf(language_id["vectoriser"], messages).toarray(),
+                       language_id["vectoriser"].transform(messages).toarray(), atol=1e-9)
+    assert np.allclose(screen_model._english_probability(language_id, messages),
+                       language_id["classifier"].predict_proba(language_id["vectoriser"].transform(messages))[:, english],
+                       atol=1e-6)

@@ -46,7 +46,8 @@ def test_only_a_text_the_cascade_passed_is_ever_returned(verdicts, draft, fallba
     refiner = RoleClient("refiner", "scripted-refiner", ScriptedChatModel(replies))
     cascade = ScriptedCascade(verdicts)
     caf = CriticalAnalysisFilter(cascade, refiner=refiner, max_refine_rounds=rounds)
-    outcome = caf.review(DraftContext(user="q", draft=draft), turn=1, mode=mode, fallback=fallback)
+    outcome = caf.review(DraftContext(user="q", draft=draft), turn=1, mode=mode,
+                         fallback=(lambda: fallback) if fallback is not None else None)
     if outcome.text is not None:
         assert outcome.text not in cascade.failed
         assert outcome.report.final_verdict in ("pass", "warn")

@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -99,6 +99,7 @@ class Manifest(Record):
     turns_done: int = 0
     turns_planned: int = 0
     seconds: float = 0.0  # time spent running, summed over resumptions
+    checkpoint_seconds: float = 0.0  # of which writing the checkpoints, before any branch runs
     input_tokens: int = 0
     output_tokens: int = 0
     complete: bool = False
@@ -184,21 +185,18 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
     folder.repair()
     done = {r.key for r in folder.read_turns()}
     started = time.perf_counter()
-    role_locks = {role: threading.Lock() for role in plan.roles}
-
-    def checkpoint(role: str) -> str:
-        """The role's checkpoint, written once by the first of its branches to need it, so every
-        branch sees the same start and the roles' checkpoints are written concurrently."""
-        with role_locks[role]:
-            if role not in manifest.checkpoints:
-                thread_id = write_checkpoint(bot, facilitators[role])
-                conversation = [CheckpointTurn(user=e.user, assistant=e.assistant)
-                                for e in exchanges(bot.messages(thread_id), {})]
-                with folder.lock:
-                    manifest.checkpoints[role] = thread_id
-                    manifest.checkpoint_conversations[role] = conversation
-                folder.write_manifest(manifest)
-            return manifest.checkpoints[role]
+    def checkpoint(role: str) -> None:
+        """The role's checkpoint, written once (unless an earlier, interrupted run wrote it), so
+        every branch of the role starts from the same state."""
+        if role in manifest.checkpoints:
+            return
+        thread_id = write_checkpoint(bot, facilitators[role])
+        conversation = [CheckpointTurn(user=e.user, assistant=e.assistant)
+                        for e in exchanges(bot.messages(thread_id), {})]
+        with folder.lock:
+            manifest.checkpoints[role] = thread_id
+            manifest.checkpoint_conversations[role] = conversation
+        folder.write_manifest(manifest)
 
     limiter = _RateLimiter(rate_per_s)
     progress = on_turn or (lambda _record: None)
@@ -210,7 +208,7 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
         with folder.lock:
             thread_id = manifest.branches.get(key)
         if thread_id is None:
-            thread_id = bot.fork(checkpoint(role), len(spec.checkpoint), label=f"drift {key}",
+            thread_id = bot.fork(manifest.checkpoints[role], len(spec.checkpoint), label=f"drift {key}",
                                  run=manifest.run_id, role=role, sample=sample, condition=condition)
             with folder.lock:
                 manifest.branches[key] = thread_id
@@ -240,26 +238,34 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
                 manifest.output_tokens += record.output_tokens
             progress(record)
 
-    # Roles interleaved, so the first workers write different roles' checkpoints at once.
+    # Roles interleaved, so the workers' first turns are spread over the roles.
     branches = [(role, sample, condition) for sample in range(1, plan.samples + 1)
                 for condition in plan.conditions for role in plan.roles]
     manifest.turns_done = len(done)
     try:
         with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="drift") as pool:
-            futures = [pool.submit(run_branch, *branch) for branch in branches]
-            try:
-                for future in futures:
-                    future.result()
-            except BaseException:  # Ctrl-C or a failed turn: stop cleanly, keep what is written
-                stop.set()
-                for future in futures:
-                    future.cancel()
-                raise
+            # Checkpoints first, all at once: then every branch starts from a written one, and the
+            # manifest tells the one-off cost of writing them from the turns' own throughput.
+            writing = time.perf_counter()
+            _wait_all(stop, [pool.submit(checkpoint, role) for role in plan.roles])
+            manifest.checkpoint_seconds += time.perf_counter() - writing
+            _wait_all(stop, [pool.submit(run_branch, *branch) for branch in branches])
     finally:
         manifest.seconds += time.perf_counter() - started
         manifest.complete = manifest.turns_done >= manifest.turns_planned
         folder.write_manifest(manifest)
     return manifest
+
+
+def _wait_all(stop: threading.Event, futures: list[Future]) -> None:
+    try:
+        for future in futures:
+            future.result()
+    except BaseException:  # Ctrl-C or a failed turn: stop cleanly, keep what is written
+        stop.set()
+        for future in futures:
+            future.cancel()
+        raise
 
 
 def write_checkpoint(bot: Chatbot, spec: Facilitator) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -111,6 +112,14 @@ def _lexical(question_words: set[str], sentence_words: set[str], idf: dict[str, 
     return sum(idf.get(w, 0.0) for w in question_words & sentence_words) / total if total else 0.0
 
 
+@lru_cache(maxsize=256)
+def _quotable(body: str) -> tuple[tuple[Passage, frozenset[str]], ...]:
+    """A source's passages that may be quoted, with their content words: read once per source
+    text, as the same sources come back turn after turn. A sentence a judge check flags (an
+    instruction, a medicine change) is never quoted."""
+    return tuple((p, frozenset(_content_words(p.text))) for p in passages(body) if flag_for(p.text) is None)
+
+
 def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
     max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (),
@@ -121,9 +130,10 @@ def pick_sentences(
     leans on the one before it ("They can…") brings that one along. Sentences found in
     `already_said` (earlier answers) are left for something new."""
     said = " ".join(already_said)
-    # A sentence a judge check flags (an instruction, a medicine change) is never quoted.
-    pool = [(rank, doc.id, p) for rank, doc in enumerate(sources) for p in passages(doc.text)
-            if flag_for(p.text) is None and p.text not in said]
+    offered = [(rank, doc.id, p, found) for rank, doc in enumerate(sources) for p, found in _quotable(doc.text)
+               if p.text not in said]
+    pool = [(rank, sid, p) for rank, sid, p, _ in offered]
+    sentence_words = [found for *_, found in offered]
     if not pool:
         return []
     # A joined list is scored by its lead-in: the items would dilute its meaning.
@@ -132,9 +142,9 @@ def pick_sentences(
     if said_sentences:  # said before in other words (a card's version of the sentence) counts too
         fresh = np.max(vectors @ embed(said_sentences).T, axis=1) <= 0.85
         pool, vectors = [item for item, keep in zip(pool, fresh, strict=True) if keep], vectors[fresh]
+        sentence_words = [found for found, keep in zip(sentence_words, fresh, strict=True) if keep]
         if not pool:
             return []
-    sentence_words = [_content_words(p.text) for _, _, p in pool]
     df: dict[str, int] = {}
     for found in sentence_words:
         for w in found:

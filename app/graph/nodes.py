@@ -306,13 +306,16 @@ class AnswerNodes:
                 return {"answer": _joined(self._lead(state), self.extractive_answer(state), closing),
                         "trace": trace}
             return {"answer": _joined(state["draft"], closing), "trace": trace}
-        card = self._card(state)
-        fallback = (_joined(self._lead(state), card_draft(card) if card else self.extractive_answer(state))
-                    if trace.generator == "llm" else None)
+
+        def fallback() -> str:  # a model's rejected draft gives way to the card or the extractive answer
+            card = self._card(state)
+            return _joined(self._lead(state), card_draft(card) if card else self.extractive_answer(state))
+
         deadline = self.deadline(trace)
         context_for_judges = draft_context(state, self.services).model_copy(update={"closing": closing})
         outcome = self.services.caf.review(context_for_judges, turn=state["turn"],
-                                           mode=context.caf, fallback=fallback, deadline=deadline)
+                                           mode=context.caf, deadline=deadline,
+                                           fallback=fallback if trace.generator == "llm" else None)
         report = outcome.report
         trace.caf, trace.fallback_used = report, report.fallback_used
         trace.model_calls += report.model_calls

@@ -7,7 +7,10 @@ and every language's examples are tested."""
 from __future__ import annotations
 
 import re
+import re._constants as sre_constants
+import re._parser as sre_parser
 import unicodedata
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -104,25 +107,80 @@ def _regex(patterns: list[str], start: str) -> re.Pattern[str]:
     return re.compile("|".join(f"{start}(?:{_strip_marks(p)})" for p in patterns), re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class _Concept:
+    name: str
+    pattern: re.Pattern[str]
+    # Strings one of which every match contains (None: no such set): most messages hold none of
+    # them, and a substring test is a hundred times cheaper than scanning with the pattern.
+    needs: frozenset[str] | None
+
+
 @cache
-def _compiled() -> list[tuple[str, list[tuple[str, re.Pattern[str]]], re.Pattern[str] | None]]:
-    return [(code,
-             [(name, _regex(patterns, r"(?<!\w)" if lang.spaced else "")) for name, patterns in lang.concepts],
-             _regex(lang.not_, "") if lang.not_ else None)
-            for code, lang in languages().items()]
+def _compiled() -> list[tuple[str, list[_Concept], re.Pattern[str] | None]]:
+    compiled = []
+    for code, lang in languages().items():
+        concepts = []
+        for name, patterns in lang.concepts:
+            pattern = _regex(patterns, r"(?<!\w)" if lang.spaced else "")
+            concepts.append(_Concept(name, pattern, _needs(pattern)))
+        compiled.append((code, concepts, _regex(lang.not_, "") if lang.not_ else None))
+    return compiled
 
 
 def find_concept(text: str) -> tuple[str, str, str] | None:
     """(language code, concept, the folded words that matched) for a crisis in any language."""
     folded = fold(text)
     for code, concepts, figures in _compiled():
-        # A match touching a figure of speech ("dying of laughter") is that figure, not a crisis.
-        spans = [m.span() for m in figures.finditer(folded)] if figures else []
-        for name, pattern in concepts:
-            for match in pattern.finditer(folded):
+        spans: list[tuple[int, int]] | None = None
+        for concept in concepts:
+            if concept.needs is not None and not any(part in folded for part in concept.needs):
+                continue
+            # A match touching a figure of speech ("dying of laughter") is that figure, not a crisis.
+            if spans is None:
+                spans = [m.span() for m in figures.finditer(folded)] if figures else []
+            for match in concept.pattern.finditer(folded):
                 if not any(start < match.end() and match.start() < end for start, end in spans):
-                    return code, name, match.group(0)
+                    return code, concept.name, match.group(0)
     return None
+
+
+def _needs(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Literal strings one of which every match of `pattern` contains, read off its parse tree
+    (messages and patterns are folded to lower case, so the literals are lower-cased too). None
+    when a match can do without any literal, or when this Python parses patterns differently:
+    the set only ever lets a scan be skipped that could not have matched."""
+    try:
+        return _needed_in(sre_parser.parse(pattern.pattern, pattern.flags).data)
+    except Exception:  # a private parser's shape changed: scan every time, as before
+        return None
+
+
+def _needed_in(items: list) -> frozenset[str] | None:
+    """For a sequence: the best of the sets its parts require (longest shortest literal)."""
+    best: frozenset[str] | None = None
+    run: list[str] = []
+
+    def consider(found: frozenset[str] | None) -> None:
+        nonlocal best
+        if found and (best is None or min(map(len, found)) > min(map(len, best))):
+            best = found
+
+    for op, value in items:
+        if op is sre_constants.LITERAL:
+            run.append(chr(value).lower())
+            continue
+        consider(frozenset(["".join(run)]) if run else None)
+        run = []
+        if op is sre_constants.SUBPATTERN:
+            consider(_needed_in(value[-1].data))
+        elif op is sre_constants.BRANCH:
+            options = [_needed_in(branch.data) for branch in value[1]]
+            consider(None if any(o is None for o in options) else frozenset().union(*options))
+        elif op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT) and value[0] >= 1:
+            consider(_needed_in(value[2].data))
+    consider(frozenset(["".join(run)]) if run else None)
+    return best
 
 
 def find(text: str) -> tuple[str, str] | None:

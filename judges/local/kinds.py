@@ -4,6 +4,7 @@ question, or general information marked as such). Several checks only judge clai
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 from app.core.text import is_question, strip_citations
@@ -24,6 +25,7 @@ def is_referral(sentence: str) -> bool:
     return mentions_care_team(text) and bool(patterns.regex("kinds", "referral_verbs").search(text))
 
 
+@lru_cache(maxsize=8192)  # every check asks it of the same draft sentences; sources' recur each turn
 def kind(sentence: str) -> Kind:
     text = strip_citations(sentence)
     if is_question(text):

@@ -6,6 +6,7 @@ decisions ("your prescriber may lower the dose") are allowed."""
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import TYPE_CHECKING
 
 from app.core.text import split_sentences
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 CHECK = "medication_change"
 
 
+@cache
 def _compiled(key: str) -> re.Pattern[str]:
     return re.compile(patterns.expand(patterns.section("medication")[key]), re.IGNORECASE)
 
