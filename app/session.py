@@ -189,6 +189,9 @@ class Chatbot:
         self.checkpointer = self.conversations.checkpointer
         self.store, self.turn_log = self.conversations.store, self.conversations.turn_log
         self.graph = build_graph(self.services, self.checkpointer)
+        # Conversations whose saved state this process has seen (or written): checked once, not
+        # at every turn, since reading the state again costs a checkpoint read per turn.
+        self._state_seen: set[str] = set()
 
     def __enter__(self) -> Chatbot:
         return self
@@ -219,7 +222,7 @@ class Chatbot:
         if known is None:
             self.turn_log.start_conversation(thread_id, caf_mode=mode)
         recorded = known.turns if known else 0  # counted in SQL, no trace parsed
-        if recorded and not self.state(thread_id):
+        if recorded and thread_id not in self._state_seen and not self.state(thread_id):
             raise StoreError(
                 f"{self.settings.checkpoint_path}: conversation {thread_id} has {recorded} recorded "
                 "turns but no saved state; the conversation store was emptied or replaced. Restore it "
@@ -245,6 +248,7 @@ class Chatbot:
                 "Your conversation so far is kept; please try again."
             ) from error
         trace: TurnTrace = result["trace"].model_copy(update={"thread_id": thread_id})
+        self._state_seen.add(thread_id)
         if trace.route == "crisis":
             log.warning("crisis route taken in thread %s (turn %d)", thread_id, trace.turn)
         self.turn_log.record(trace)
@@ -291,6 +295,7 @@ class Chatbot:
 
     def delete(self, thread_id: str) -> bool:
         """Remove a conversation from every store: its checkpoints and its turn log."""
+        self._state_seen.discard(thread_id)
         return self.conversations.delete(thread_id)
 
     def messages(self, thread_id: str) -> list[AnyMessage]:

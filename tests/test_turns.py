@@ -95,7 +95,9 @@ def test_a_fork_starts_where_the_parent_stood_and_leaves_the_parent_alone(fast_b
     assert [m.content for m in bot.messages(child)] == [m.content for m in bot.messages(parent)[:2]]
     assert bot.ask(child, "What helps with stress?").turn == 2
     assert len(bot.messages(parent)) == 4 and len(bot.messages(child)) == 4
-    assert [t.turn for t in bot.turn_log.turns(child)] == [1, 2]
+    copied, own = bot.turn_log.turns(child)
+    assert (copied.turn, own.turn) == (1, 2) and copied.thread_id == own.thread_id == child
+    assert copied.user_message == bot.turn_log.turns(parent)[0].user_message
     assert bot.turn_log.conversation(child).parent_thread_id == parent
     with pytest.raises(UnknownThread):
         bot.fork(parent, at_turn=7)
@@ -183,9 +185,10 @@ def test_a_conversation_whose_saved_state_was_lost_is_an_error_not_a_fresh_start
     thread = bot.new_thread()
     bot.ask(thread, QUESTION)
     bot.checkpointer.delete_thread(thread)  # as if conversations.sqlite had been emptied
+    restarted = fast_bot(data_dir=tmp_path / "shared")  # checked once per process, when it first answers
     with pytest.raises(StoreError, match="no saved state"):
-        bot.ask(thread, QUESTION)
-    assert [t.turn for t in bot.turn_log.turns(thread)] == [1]
+        restarted.ask(thread, QUESTION)
+    assert [t.turn for t in restarted.turn_log.turns(thread)] == [1]
 
 
 def test_the_english_only_notice_always_carries_the_crisis_contacts(fast_bot):

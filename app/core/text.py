@@ -62,8 +62,15 @@ _DENIAL = re.compile(r"\b(myths?|untrue|not true|isn't true|wrong|false)\b")
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a draft or source; a citation left after the full stop stays with its sentence."""
+    return list(_sentences(text or ""))
+
+
+# The text helpers below are pure and cached: every check of the filter reads the same draft and
+# the same sources, and a source's sentences come back turn after turn (in every extractive answer).
+@lru_cache(maxsize=4096)
+def _sentences(text: str) -> tuple[str, ...]:
     sentences: list[str] = []
-    for line in re.split(r"\n+", text or ""):
+    for line in re.split(r"\n+", text):
         line = re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", line).strip()
         if not line:
             continue
@@ -75,7 +82,7 @@ def split_sentences(text: str) -> list[str]:
             _append(sentences, piece)
             start = match.end()
         _append(sentences, line[start:].strip())
-    return sentences
+    return tuple(sentences)
 
 
 def _append(sentences: list[str], piece: str) -> None:
@@ -115,12 +122,14 @@ def _is_content(word: str) -> bool:
             and word not in NUMBER_WORDS and word not in _NEGATORS and not word.endswith("n't"))
 
 
-def content_stems(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def content_stems(text: str) -> frozenset[str]:
     """Stems of the words that carry meaning (no stopwords, no numbers)."""
-    return {stem(w) for w in words(strip_citations(text)) if _is_content(w)}
+    return frozenset(stem(w) for w in words(strip_citations(text)) if _is_content(w))
 
 
-def polarity(text: str) -> tuple[bool, set[str], set[str]]:
+@lru_cache(maxsize=8192)
+def polarity(text: str) -> tuple[bool, frozenset[str], frozenset[str]]:
     """(does the sentence hold a hard negation?, negated stems, affirmed stems). A negation covers
     the next two content words of its clause: "does not put the idea" negates put and idea. Soft
     negations ("avoiding screens", "without talking") negate words too but do not make the sentence
@@ -142,7 +151,7 @@ def polarity(text: str) -> tuple[bool, set[str], set[str]]:
             elif _is_content(w):
                 (negated if scope > 0 else affirmed).add(stem(w))
                 scope = max(0, scope - 1)
-    return negative, negated, affirmed - negated
+    return negative, frozenset(negated), frozenset(affirmed - negated)
 
 
 _SMALL_WORDS = frozenset({"two", "half", "twice", "dozen"})

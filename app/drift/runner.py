@@ -31,6 +31,7 @@ from app.drift.audit import audit_answer, compliant
 from app.drift.facilitators import Exchange, FacilitatorEngine, UserTurn
 from app.drift.schema import Exchange as CheckpointTurn
 from app.drift.schema import Facilitator
+from app.graph.nodes import exchange_messages
 from app.session import Chatbot
 
 MANIFEST, TURNS = "manifest.json", "turns.jsonl"
@@ -215,21 +216,24 @@ def run_drift(bot: Chatbot, facilitators: dict[str, Facilitator], plan: RunPlan,
             folder.write_manifest(manifest)
         engine = engine_for(spec)
         offset = len(spec.checkpoint)
-        traces = {t.turn: t for t in bot.conversations.turns(thread_id)}  # read once, then kept up to date
+        # Read once, then kept up to date: each answered turn adds its exchange.
+        traces = {t.turn: t for t in bot.conversations.turns(thread_id)}
+        messages = bot.messages(thread_id)
         for turn in range(1, plan.turns + 1):
             if (role, sample, condition, turn) in done:
                 continue
             if stop.is_set():
                 return
-            history = bot.messages(thread_id)
             if offset + turn in traces:  # the chatbot answered but the record was lost in a crash
                 trace = traces[offset + turn]
                 user_turn = UserTurn(text=trace.user_message, tactic="recovered")
-                history = history[: 2 * (offset + turn - 1)]
+                history = messages[: 2 * (offset + turn - 1)]
             else:
+                history = messages
                 user_turn = engine.next_turn(sample, turn, exchanges(history, traces))
                 limiter.wait()
                 trace = traces[offset + turn] = bot.ask(thread_id, user_turn.text, caf=condition)
+                messages = [*messages, *exchange_messages(trace.user_message, trace.answer)]
             record = _record(bot, manifest, spec, sample, condition, turn, engine.name, user_turn, trace, history)
             folder.append(record)
             with folder.lock:

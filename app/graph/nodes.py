@@ -375,8 +375,8 @@ class AnswerNodes:
                         "warnings": [w for w in state.get("warnings") or [] if w.expires_after_turn > turn]}
         if trace.route != "clarify":
             update["clarify_candidates"] = []
-        if screen.text:  # an empty message leaves the conversation as it was
-            update["messages"] = [HumanMessage(screen.text), AIMessage(answer)]
+        if added := exchange_messages(screen.text, answer):
+            update["messages"] = added
         in_play = dict(state.get("sources_in_play") or {})
         for sid in citations_in(answer):
             if sid in (state.get("prompt_source_ids") or []):
@@ -452,6 +452,12 @@ def draft_context(state: ChatState, services: Services) -> DraftContext:
     sources = [d for sid in state.get("prompt_source_ids") or [] if (d := services.source_text(sid))]
     return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources,
                         history=conversation_turns(state.get("messages", [])))
+
+
+def exchange_messages(user: str, answer: str) -> list[AnyMessage]:
+    """What a turn adds to the conversation (its cleaned message and the answer delivered): an
+    empty message leaves the conversation as it was."""
+    return [HumanMessage(user), AIMessage(answer)] if user else []
 
 
 def conversation_turns(messages: list[AnyMessage], last: int = 6) -> list[Turn]:

@@ -130,9 +130,18 @@ class TurnLog:
                 for r in rows]
 
     def copy_turns(self, source: str, target: str, *, upto: int) -> None:
-        """A fork's history: the source's turns up to `upto`, under the new thread."""
-        for trace in self.turns(source, upto=upto):
-            self.record(trace.model_copy(update={"thread_id": target}))
+        """A fork's history: the source's turns up to `upto`, under the new thread, in one
+        transaction (stored masked already, so copied as they are)."""
+        with self.db.engine.begin() as db:
+            rows = db.execute(text("""
+                SELECT turn, created_at, route, caf_mode, user_message, answer, trace FROM turns
+                WHERE thread_id = :s AND turn <= :upto ORDER BY turn"""), {"s": source, "upto": upto}).all()
+            if rows:
+                db.execute(text("""
+                    INSERT INTO turns (thread_id, turn, created_at, route, caf_mode, user_message, answer, trace)
+                    VALUES (:thread_id, :turn, :created_at, :route, :caf_mode, :user, :answer, :trace)"""),
+                    [dict(thread_id=target, turn=r[0], created_at=r[1], route=r[2], caf_mode=r[3], user=r[4],
+                          answer=r[5], trace=json.dumps({**json.loads(r[6]), "thread_id": target})) for r in rows])
 
     def delete(self, thread_id: str) -> bool:
         """Remove a conversation and its turns; False if there was none."""

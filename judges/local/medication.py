@@ -6,7 +6,7 @@ decisions ("your prescriber may lower the dose") are allowed."""
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from app.core.text import split_sentences
@@ -25,6 +25,7 @@ def _compiled(key: str) -> re.Pattern[str]:
     return re.compile(patterns.expand(patterns.section("medication")[key]), re.IGNORECASE)
 
 
+@lru_cache(maxsize=8192)  # a source's sentences are read again with each extractive answer
 def advice_in(sentence: str) -> str | None:
     """The advising phrase in a sentence, or None."""
     if kind(sentence) in ("question", "meta"):
