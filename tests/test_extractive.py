@@ -80,13 +80,13 @@ Ask the care coordinator whether family intervention is available.
     ("can I drink alcohol on it?", None),
 ])
 def test_a_question_says_what_kind_of_answer_it_wants(question, kind):
-    from app.generation.answer_types import wanted
+    from app.core.answer_types import wanted
 
     assert wanted(question) == kind
 
 
 def test_a_sentence_gives_a_kind_of_answer_by_its_form_not_its_topic():
-    from app.generation.answer_types import gives
+    from app.core.answer_types import gives
 
     definition, duration, *_ = source_sentences(FAMILY.text)[1:]
     assert gives("definition", definition) and not gives("definition", source_sentences(FAMILY.text)[0])

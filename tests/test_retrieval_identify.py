@@ -131,6 +131,26 @@ def test_middling_match_offers_candidates(identifier, settings):
 
 
 @pytest.mark.slow
+def test_one_word_that_says_what_is_wanted_is_answered(identifier):
+    """"Sleep" could mean any side of it; "what is clozapine?" asks for a definition."""
+    assert identifier.identify("clozapine").outcome == "middling"
+    found = identifier.identify("what is clozapine?")
+    assert found.outcome == "clear" and ids(found)[0] == "A02"
+
+
+@pytest.mark.slow
+def test_words_the_sources_never_use_weigh_by_the_meaning_they_carry(identifier):
+    """An ordinary word the sources happen never to use ("actually", "literally") barely moves a
+    question's meaning, so it does not make a covered question look uncovered; the word that is
+    the question's topic ("passport") does."""
+    plain = identifier.identify("How often do I need blood tests on clozapine?")
+    padded = identifier.identify("Honestly, how often do I actually need blood tests on clozapine, literally?")
+    assert padded.outcome == plain.outcome == "clear" and ids(padded)[0] == "A02"
+    assert padded.candidates[0].confidence > plain.candidates[0].confidence - 0.1
+    assert identifier.identify("How often do I need to renew my passport?").outcome == "none"
+
+
+@pytest.mark.slow
 def test_thresholds_come_from_settings(settings, embedder):
     from app.retrieval import SourceIdentifier
     from app.retrieval.index import ChunkIndex

@@ -100,10 +100,11 @@ class Retrieval(Record):
     rerank_depth: int = Field(3, ge=1)
     # Confidence = sigmoid((evidence - midpoint) / temperature), where evidence is the source's
     # best cosine similarity + lexical_weight * the idf-weighted share of the question's words it
-    # contains - unknown_word_penalty * the share of the question's words the knowledge base never
-    # uses. Tuned on scenarios/retrieval/questions.jsonl (general parameters only).
+    # contains - unknown_word_penalty * how much of the question's meaning lies in words the
+    # knowledge base never uses (1 - the cosine between the question and the question without
+    # them). Tuned on scenarios/retrieval/questions.jsonl (general parameters only).
     lexical_weight: float = Field(0.5, ge=0.0)
-    unknown_word_penalty: float = Field(0.6, ge=0.0)
+    unknown_word_penalty: float = Field(1.0, ge=0.0)  # 0.6 when it weighed the unknown words by count
     confidence_midpoint: float = 0.28  # re-tuned when S34–S38 joined (not-covered accuracy 0.77 -> 0.81)
     confidence_temperature: float = Field(0.06, gt=0.0)
     clear_threshold: float = Field(0.7, ge=0.0, le=1.0)  # at or above: answer from the source

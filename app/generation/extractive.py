@@ -14,9 +14,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from app.core.answer_types import gives, wanted
 from app.core.records import SourceText
 from app.core.text import STOPWORDS, split_sentences, strip_citations
-from app.generation.answer_types import gives, wanted
 from app.prompts import reply
 from judges.source_audit import flag_for
 

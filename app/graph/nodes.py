@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from langgraph.runtime import Runtime
 
+from app.core import answer_types
 from app.core.errors import ModelError
 from app.core.models import Deadline, call_text
 from app.core.records import (
@@ -31,7 +32,6 @@ from app.core.records import (
     TurnTrace,
 )
 from app.core.text import citations_in
-from app.generation import answer_types
 from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext

@@ -4,9 +4,9 @@ Retrieval (the offline default): each sub-question is spelling-corrected, embedd
 Chroma and BM25; the two chunk rankings are fused (RRF) and folded into a source ranking. The
 ranking says which source is best; the confidence says whether it is good enough, so it is built
 from absolute evidence rather than ranks: the source's best cosine similarity, the share of the
-question's distinctive words the source contains, less the share of its words the whole
-knowledge base never uses (a
-question about a topic we lack is full of words we never use). The summary strategy (an LLM
+question's distinctive words the source contains, less how much of the question's meaning lies in
+words the whole knowledge base never uses (a question about a topic we lack is full of such words;
+an ordinary word we happen never to write, "actually", "went", changes little). The summary strategy (an LLM
 reading the source summaries) can replace or be blended with it.
 """
 
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import time
 from typing import Literal
 
+from app.core.answer_types import wanted
 from app.core.config import Settings
 from app.core.errors import ModelError
 from app.core.records import Candidate, Identification, ModelCall
@@ -76,8 +78,9 @@ class SourceIdentifier:
                 scored, used_context = [reading], context if continues else ""
             if llm is not None:
                 scored = [self._blend(s, llm) for s in scored]
-            if not follow_up and len(self._terms(question)) < r.clear_min_terms:
-                # Too little said to be sure: at most a "did you mean".
+            if not follow_up and len(self._terms(question)) < r.clear_min_terms and wanted(question) is None:
+                # Too little said to be sure which side of the topic is wanted: at most a "did
+                # you mean" ("olanzapine?"). "What is olanzapine?" says it: a definition.
                 cap = r.clear_threshold - 1e-6
                 scored = [[(sid, min(conf, cap)) for sid, conf in s] for s in scored]
         outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
@@ -93,9 +96,17 @@ class SourceIdentifier:
         """Each text's sources, ranked by fused retrieval, with confidences."""
         r, index = self.settings.retrieval, self.index
         corrected = [self.correct_spelling(t) for t in texts]
-        dense = index.dense(index.embedder.encode(corrected), r.dense_candidates)
+        # Each text also without the words the knowledge base never uses, embedded in the same
+        # batch: how far that moves its meaning says how much of the question those words carry.
+        reduced = [self._without_unknown_words(t) for t in corrected]
+        changed = [n for n, (c, t) in enumerate(zip(corrected, reduced, strict=True)) if t and t != c]
+        vectors = index.embedder.encode([*corrected, *(reduced[n] for n in changed)])
+        unknown_shares = [0.0 if t == c else 1.0 for c, t in zip(corrected, reduced, strict=True)]
+        for row, n in enumerate(changed, start=len(corrected)):
+            unknown_shares[n] = max(0.0, 1.0 - float(vectors[n] @ vectors[row]))
+        dense = index.dense(vectors[: len(corrected)], r.dense_candidates)
         results = []
-        for text, hits in zip(corrected, dense, strict=True):
+        for text, hits, unknown in zip(corrected, dense, unknown_shares, strict=True):
             lexical = index.lexical(text, r.lexical_candidates)
             fused = rrf([[cid for cid, _ in hits], [cid for cid, _ in lexical]], k=r.rrf_k)
             sources = by_source(fused, index.source_of, top_n=r.source_top_chunks)
@@ -104,7 +115,6 @@ class SourceIdentifier:
                 best_cos.setdefault(index.source_of[cid], similarity)
             floor = hits[-1][1] if hits else 0.0  # a source outside the dense top is no closer
             terms = self._terms(text)
-            unknown = sum(t not in index.term_sources for t in terms) / len(terms) if terms else 1.0
             scored = []
             for source_id, _ in ranked(sources):
                 evidence = (best_cos.get(source_id, floor)
@@ -116,6 +126,17 @@ class SourceIdentifier:
             head = sorted(scored[: r.rerank_depth], key=lambda item: -item[1])
             results.append(head + scored[r.rerank_depth:])
         return results
+
+    def _without_unknown_words(self, text: str) -> str:
+        """`text` without the words whose stems the knowledge base never uses ("" when no known
+        content word is left). "What does a CPN actually do" loses "actually" and means the
+        same; "how do I renew my passport" loses "passport" and means little."""
+        if not self._terms(text):
+            return ""
+        kept = [piece for piece in re.split(r"(\W+)", text)
+                if not any(t not in self.index.term_sources for t in self.index.tokenize(piece))]
+        reduced = "".join(kept)
+        return reduced if self._terms(reduced) else ""
 
     def _coverage(self, terms: list[str], source_id: str) -> float:
         """How much of the question the source speaks to: the mean over the question's terms of
