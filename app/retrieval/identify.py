@@ -5,9 +5,9 @@ Chroma and BM25; the two chunk rankings are fused (RRF) and folded into a source
 ranking says which source is best; the confidence says whether it is good enough, so it is built
 from absolute evidence rather than ranks: the source's best cosine similarity, the share of the
 question's distinctive words the source contains, less how much of the question's meaning lies in
-words the whole knowledge base never uses (a question about a topic we lack is full of such words;
-an ordinary word we happen never to write, "actually", "went", changes little). The summary strategy (an LLM
-reading the source summaries) can replace or be blended with it.
+words the whole knowledge base never uses (a question about a topic we lack is full of such
+words; an ordinary word we happen never to write, "actually", "went", changes little). The summary
+strategy (an LLM reading the source summaries) can replace or be blended with it.
 """
 
 from __future__ import annotations
