@@ -1,7 +1,7 @@
 """Drift-run throughput: turns per second at concurrency 1, 4 and 16, with a zero-latency
 scripted chat model and with a simulated 500 ms one.
 
-Run: .venv/bin/python bench/bench_drift.py [--stack light] [--turns 4] [--waves 4]
+Run: .venv/bin/python bench/bench_drift.py [--stack light] [--turns 4] [--waves 8]
 
 With a zero-latency model a turn is all local work (retrieval, the answer graph, tier-0 checks,
 SQLite), so concurrency adds little; with a 500 ms model the wait dominates and concurrency
@@ -12,7 +12,8 @@ Throughput is the branches' turns over the time they took: the role checkpoints,
 per run before any branch starts, are timed apart (a run's one-off cost, reported beside). Each
 run gives every worker `--waves` conversations in turn, so the figure is the steady state, not a
 single wave's ramp (with one conversation per worker, the run lasts as long as one conversation's
-turns one after another, whatever the concurrency).
+turns one after another, whatever the concurrency) nor its tail (the last conversations run with
+workers idle beside them: with four per worker a quarter of the run, with eight an eighth).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from app.session import Chatbot
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=4)
-    parser.add_argument("--waves", type=int, default=4, help="conversations per worker, one after another")
+    parser.add_argument("--waves", type=int, default=8, help="conversations per worker, one after another")
     parser.add_argument("--stack", choices=["offline", "light"], default="offline",
                         help="offline: the real embedder and index; light: the tests' hashing embedder and "
                              "keyword identifier, so a turn is the graph, the filter and the stores alone")
