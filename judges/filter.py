@@ -48,9 +48,10 @@ class CriticalAnalysisFilter:
                fallback: Callable[[], str | None] | None = None, deadline: Deadline | None = None
                ) -> FilterOutcome:
         """Judge `ctx.draft` (refining a rejected one when a refiner is configured); if nothing
-        passes, judge the text `fallback` makes (composed only then: most drafts pass). `mode="tier0"` runs the local checks alone, with no model.
-        `deadline` bounds every model call; once it is spent no judge can pass a flagged text, so
-        only what tier 0 passes outright can still be delivered."""
+        passes, judge the text `fallback` makes (composed only then: most drafts pass).
+        `mode="tier0"` runs the local checks alone, with no model. `deadline` bounds every model
+        call; once it is spent no judge can pass a flagged text, so only what tier 0 passes
+        outright can still be delivered."""
         if mode == "off":
             raise ValueError("review() judges drafts; with the filter off the caller delivers as is")
         started = time.perf_counter()

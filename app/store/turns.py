@@ -16,6 +16,10 @@ from app.core.privacy import mask, mask_record
 from app.core.records import CafMode, Record, TurnTrace, utc_now
 from app.store.database import Database
 
+_INSERT_TURN = text("""
+    INSERT INTO turns (thread_id, turn, created_at, route, caf_mode, user_message, answer, trace)
+    VALUES (:thread_id, :turn, :created_at, :route, :caf_mode, :user, :answer, :trace)""")
+
 
 class TurnConflict(CafbotError):
     """A turn with this number is already recorded: two writers raced on one conversation."""
@@ -72,12 +76,10 @@ class TurnLog:
         trace = mask_record(trace)
         try:
             with self.db.engine.begin() as db:
-                db.execute(text("""
-                    INSERT INTO turns (thread_id, turn, created_at, route, caf_mode, user_message, answer, trace)
-                    VALUES (:thread_id, :turn, :created_at, :route, :caf_mode, :user, :answer, :trace)"""),
-                    dict(thread_id=trace.thread_id, turn=trace.turn, created_at=trace.started_at,
-                         route=trace.route, caf_mode=trace.caf_mode, user=trace.user_message,
-                         answer=trace.answer, trace=trace.model_dump_json()))
+                db.execute(_INSERT_TURN, dict(
+                    thread_id=trace.thread_id, turn=trace.turn, created_at=trace.started_at, route=trace.route,
+                    caf_mode=trace.caf_mode, user=trace.user_message, answer=trace.answer,
+                    trace=trace.model_dump_json()))
         except IntegrityError as error:
             raise TurnConflict(f"turn {trace.turn} of conversation {trace.thread_id} is already "
                                "recorded; another process answered in this conversation at the same time") from error
@@ -137,11 +139,9 @@ class TurnLog:
                 SELECT turn, created_at, route, caf_mode, user_message, answer, trace FROM turns
                 WHERE thread_id = :s AND turn <= :upto ORDER BY turn"""), {"s": source, "upto": upto}).all()
             if rows:
-                db.execute(text("""
-                    INSERT INTO turns (thread_id, turn, created_at, route, caf_mode, user_message, answer, trace)
-                    VALUES (:thread_id, :turn, :created_at, :route, :caf_mode, :user, :answer, :trace)"""),
-                    [dict(thread_id=target, turn=r[0], created_at=r[1], route=r[2], caf_mode=r[3], user=r[4],
-                          answer=r[5], trace=json.dumps({**json.loads(r[6]), "thread_id": target})) for r in rows])
+                db.execute(_INSERT_TURN, [
+                    dict(thread_id=target, turn=r[0], created_at=r[1], route=r[2], caf_mode=r[3], user=r[4],
+                         answer=r[5], trace=json.dumps({**json.loads(r[6]), "thread_id": target})) for r in rows])
 
     def delete(self, thread_id: str) -> bool:
         """Remove a conversation and its turns; False if there was none."""
