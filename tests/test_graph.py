@@ -9,8 +9,9 @@ import pytest
 from app.core.config import CrisisContact, Settings
 from app.core.models import RoleClient
 from app.core.models.scripted import ScriptedChatModel
-from app.core.text import citations_in
+from app.core.text import citations_in, split_sentences, strip_citations
 from app.graph.services import Services
+from app.prompts import reply
 from app.session import Chatbot
 from judges.local.crisis import detect_crisis
 
@@ -298,12 +299,24 @@ def test_a_chain_of_follow_ups_keeps_the_topic_the_conversation_started_with(mak
 def test_a_follow_up_is_matched_to_cards_on_what_it_asks_not_on_the_topic(make_bot):
     bot = make_bot()
     thread = bot.new_thread()
-    first = bot.ask(thread, "What is clozapine?")
+    first = bot.ask(thread, "What is tardive dyskinesia?")
     unlike_a_card = bot.ask(thread, "does that ever stop or is it forever?")
-    like_a_card = bot.ask(thread, "why so many blood tests with it?")  # a phrasing of A19's
-    assert first.card == "A19" and unlike_a_card.card is None, unlike_a_card.answer
+    like_a_card = bot.ask(thread, "and why so many blood tests with clozapine?")  # a phrasing of A19's
+    assert first.card is None and unlike_a_card.card is None, unlike_a_card.answer
     assert unlike_a_card.identification.context and unlike_a_card.answer != first.answer
     assert like_a_card.card == "A19", like_a_card.answer
+
+
+def test_a_card_already_given_is_not_given_again_the_follow_up_hears_what_it_did_not_say(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    card = bot.ask(thread, "What is clozapine?")
+    again = bot.ask(thread, "why so many blood tests with it?")  # a phrasing of the same card
+    assert card.card == "A19" and again.card is None and again.generator == "extractive", again.answer
+    reminder = set(split_sentences(reply("verification_reminder")))
+    said = set(split_sentences(strip_citations(card.answer))) - reminder
+    told = set(split_sentences(strip_citations(again.answer))) - reminder
+    assert again.citations and told and not told & said, again.answer
 
 
 def test_a_new_question_ends_the_topic_and_the_next_follow_up_is_read_with_it(make_bot):

@@ -152,10 +152,15 @@ class AnswerNodes:
                 identification = _with_card_sources(identification, lead, self.services, first=False)
             if match is not None and match.confident:
                 identification = _with_card_sources(identification, match.card, self.services)
+        route = _route(identification, screen, match)
+        if match is not None and match.confident and _delivered(match.card, state):
+            # Said in full already: a follow-up matched to it ("why the blood tests?" after the
+            # clozapine card) hears what the card did not say, from its sources, not the card again.
+            match = None
         confident = match is not None and match.confident
         read_as = f"{identification.context} {text}" if identification.context else text
         trace = state["trace"].model_copy(update={
-            "identification": identification, "route": _route(identification, screen, match),
+            "identification": identification, "route": route,
             "resolved_question": read_as if read_as != screen.text else "",
             "model_calls": [*state["trace"].model_calls, *calls],
             "card": match.card.id if confident else None})
@@ -393,6 +398,12 @@ def _route(identification: Identification, screen: InputScreen, match: CardMatch
     if _own_case(screen) or (match is not None and match.confident and match.card.kind == "boundary"):
         return "boundary"
     return "answer"
+
+
+def _delivered(card: AnswerCard, state: ChatState) -> bool:
+    """The card's answer was given earlier in this conversation (its body is in an earlier reply)."""
+    body = card.body.strip()
+    return any(body in str(m.content) for m in state.get("messages", []) if isinstance(m, AIMessage))
 
 
 def _own_case(screen: InputScreen) -> bool:
