@@ -1,8 +1,9 @@
 """Replies to small talk: greetings, thanks, goodbyes, "what can you do?", "are you a bot?".
 
 The input screen decides that a message is small talk (its learned layer); this module only picks
-which kind, from the words people use for each, and fills in example questions the knowledge base
-answers, never one already asked in this conversation.
+which kind, from the words people use for each or, when none is there, the learned layer's own
+reading ("gonna head off now, night" is a goodbye in no word of its own), and fills in example
+questions the knowledge base answers, never one already asked in this conversation.
 """
 
 from __future__ import annotations
@@ -29,19 +30,25 @@ _KINDS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
-def kind_of(text: str) -> str:
+# The learned layer's small-talk classes that name a kind of reply.
+_LEARNED_KINDS = {"farewell": "goodbye", "thanks": "thanks"}
+
+
+def kind_of(text: str, learned: str = "") -> str:
+    """The kind of small talk: by its words, else by the learned layer's reading (`learned`)."""
     lowered = text.lower().replace("’", "'")
-    return next((kind for kind, rx in _KINDS if rx.search(lowered)), "other")
+    return next((kind for kind, rx in _KINDS if rx.search(lowered)), _LEARNED_KINDS.get(learned, "other"))
 
 
 EXAMPLES_FROM = 12  # the sources a first visit hears about: the knowledge base's core topics come first
 
 
-def small_talk_reply(text: str, headline_questions: list[str], asked: set[str], *, seed: int = 0) -> str:
+def small_talk_reply(text: str, headline_questions: list[str], asked: set[str], *, seed: int = 0,
+                     learned: str = "") -> str:
     """The reply for this kind of small talk, with up to three example questions not yet asked:
     each source's headline question (the first of its `questions:`), in the knowledge base's
     order, picked from the first few still unasked, so a newcomer hears about the core topics."""
-    kind = kind_of(text)
+    kind = kind_of(text, learned)
     fresh = [q for q in headline_questions if q.lower() not in asked][:EXAMPLES_FROM]
     examples = random.Random(seed).sample(fresh, k=min(3, len(fresh)))
     return reply(f"small_talk_{kind}", examples="\n".join(f"- {q}" for q in examples))

@@ -12,6 +12,7 @@ from app.core.records import InputScreen
 from app.core.text import split_sentences
 from app.prompts import contact_lines, reply
 from app.screen import screen_message, screened_route
+from app.small_talk import kind_of
 from judges.evaluate import evaluate
 from judges.scenarios import load_scenarios
 from tests.conftest import REPO
@@ -46,6 +47,19 @@ def test_a_four_turn_chat_reads_like_a_conversation(bot):
     assert routes == ["small_talk", "answer", "small_talk", "small_talk"]
     replies = [m.content for m in bot.messages(thread)[1::2]]
     assert replies[2].startswith("You're welcome") and replies[3].startswith("Take care")
+
+
+@pytest.mark.parametrize("message", ["gonna head off now, night", "catch you tomorrow"])
+def test_a_goodbye_in_no_word_of_its_own_is_read_by_the_learned_layer(bot, message):
+    trace = bot.ask(bot.new_thread(), message)
+    assert trace.route == "small_talk" and trace.answer == reply("small_talk_goodbye"), trace.answer
+
+
+def test_small_talk_is_told_apart_by_its_words_first_then_by_the_learned_reading():
+    assert kind_of("thanks so much, bye!", learned="thanks") == "goodbye"  # the words decide
+    assert kind_of("gonna head off now, night", learned="farewell") == "goodbye"
+    assert kind_of("that's sorted me out", learned="thanks") == "thanks"
+    assert kind_of("nice one", learned="small_talk") == "other"
 
 
 def test_small_talk_never_hides_a_crisis(bot):

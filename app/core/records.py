@@ -141,6 +141,7 @@ class InputScreen(Record):
     crisis_layer: str = ""
     crisis_evidence: list[str] = Field(default_factory=list)
     small_talk_score: float = 0.0
+    small_talk_kind: str = ""  # the learned layer's likeliest kind ("farewell", "thanks", …)
     personal_advice: bool = False  # asks for advice on the writer's own case: a boundary reply
     urgent: bool = False  # someone is unwell now: the answer leads with how to get help today
     follow_up: bool = False  # leans on the conversation so far ("tell me more", "why?")

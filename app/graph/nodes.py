@@ -353,7 +353,8 @@ class AnswerNodes:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "small_talk"})
         asked = {str(m.content).lower() for m in state.get("messages", []) if isinstance(m, HumanMessage)}
         questions = [source.questions[0] for source in self.services.identifier.knowledge_base if source.questions]
-        answer = small_talk_reply(state["screen"].text, questions, asked, seed=state["turn"])
+        screen = state["screen"]
+        answer = small_talk_reply(screen.text, questions, asked, seed=state["turn"], learned=screen.small_talk_kind)
         return {"answer": answer, "trace": trace}
 
     @timed("clarify")

@@ -56,6 +56,7 @@ class Assessment:
     layer: str = ""  # "language:xx", "pattern:<id>", "model", "model:languages" or ""
     evidence: list[str] = field(default_factory=list)
     small_talk: float = 0.0
+    small_talk_kind: str = ""  # the learned layer's likeliest kind of small talk ("farewell", "thanks")
     personal_advice: bool = False  # asks for advice on the writer's own case (learned layer)
     urgent: bool = False  # describes someone unwell now who needs help today (learned layer)
     clearable: bool = False  # a learned-only flag below its confident line: an LLM may clear it
@@ -129,6 +130,7 @@ def _assess(text: str, res: Resources) -> Assessment:
                           split_sentences(text) or [text], small_talk=reading.small_talk,
                           clearable=reading.crisis < reading.confident)
     return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english,
+                      small_talk_kind=reading.small_talk_kind,
                       personal_advice=reading.personal >= reading.personal_threshold,
                       urgent=reading.urgent >= reading.urgent_threshold,
                       uncertain=reading.crisis >= reading.second_look)

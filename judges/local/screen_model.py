@@ -75,6 +75,7 @@ class Reading:
     personal_threshold: float = 1.0  # a personal-advice request from here up
     urgent: float = 0.0  # probability it describes someone unwell now who needs help today
     urgent_threshold: float = 1.0  # an urgent situation from here up
+    small_talk_kind: str = ""  # the likeliest small-talk class's category ("farewell", "thanks", …)
 
     @property
     def is_crisis(self) -> bool:
@@ -202,14 +203,27 @@ def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarr
     return _class_probabilities(variant["classifier"], _features(variant["vectoriser"], texts, embedded))
 
 
+def _small_talk_kinds(classifier: LogisticRegression, p: np.ndarray) -> list[str]:
+    """Per text (`p`: its class probabilities), the category of its likeliest small-talk class
+    ("farewell", "thanks", …)."""
+    columns = [i for i, c in enumerate(classifier.classes_) if str(c).startswith("small_talk:")]
+    if not columns:
+        return [""] * p.shape[0]
+    return [str(classifier.classes_[columns[int(i)]]).split(":", 1)[1] for i in np.argmax(p[:, columns], axis=1)]
+
+
 def _class_probabilities(classifier: LogisticRegression, x: Any
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    p = _predict_proba(classifier, x)
+    return _grouped(classifier, _predict_proba(classifier, x))
+
+
+def _grouped(classifier: LogisticRegression, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Class probabilities summed by route: (crisis, small talk, personal advice, urgent situation)."""
     classes = [str(c) for c in classifier.classes_]
     crisis = p[:, [i for i, c in enumerate(classes) if c.startswith("crisis:")]].sum(axis=1)
     small = p[:, [i for i, c in enumerate(classes) if c.startswith("small_talk:")]].sum(axis=1)
     personal = p[:, [i for i, c in enumerate(classes) if c.startswith("boundary:")]].sum(axis=1)
-    urgent = p[:, classes.index(URGENT_CLASS)] if URGENT_CLASS in classes else np.zeros(x.shape[0])
+    urgent = p[:, classes.index(URGENT_CLASS)] if URGENT_CLASS in classes else np.zeros(p.shape[0])
     return crisis, small, personal, urgent
 
 
@@ -464,8 +478,12 @@ class ScreenModel:
 
     @staticmethod
     def _reading(variant: dict[str, Any], text: str, vectors: np.ndarray | None) -> Reading:
-        crisis, small, personal, urgent = _probabilities(variant, [text], vectors)
+        classifier = variant["classifier"]
+        p = _predict_proba(classifier, _features(variant["vectoriser"], [text], vectors))
+        crisis, small, personal, urgent = _grouped(classifier, p)
+        kind = _small_talk_kinds(classifier, p)[0]
         return Reading(crisis=round(float(crisis[0]), 4), small_talk=round(float(small[0]), 4),
+                       small_talk_kind=kind,
                        threshold=variant["threshold"], confident=variant["confident"],
                        second_look=variant["second_look"], personal=round(float(personal[0]), 4),
                        personal_threshold=variant["personal_threshold"], urgent=round(float(urgent[0]), 4),
