@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.retrieval.references import named_medicines, refers_back, resolve
+from app.retrieval.references import before_reference, named_medicines, refers_back, resolve
 
 
 @pytest.mark.parametrize(("message", "earlier", "resolved"), [
@@ -37,3 +37,10 @@ def test_medicines_are_listed_once_most_recent_last():
 def test_refers_back():
     assert refers_back("is that normal for someone who has been unwell for a long time?")
     assert not refers_back("what are the early warning signs of relapse?")
+
+
+def test_what_a_message_says_before_its_first_reference():
+    assert before_reference("my brother has schizophrenia, does that mean I'll get it too?") \
+        == "my brother has schizophrenia, does "
+    assert before_reference("is it safe with alcohol?") == "is "
+    assert before_reference("what about for kids?") == "what about for kids?"  # no reference at all

@@ -27,7 +27,7 @@ from app.kb.loader import KnowledgeBase
 from app.retrieval.fusion import by_source, ranked, rrf
 from app.retrieval.index import ChunkIndex
 from app.retrieval.parts import split_parts
-from app.retrieval.references import refers_back
+from app.retrieval.references import before_reference, refers_back
 from app.retrieval.summaries import SummaryChooser
 
 Scored = list[tuple[str, float]]  # (source id, confidence), best first
@@ -71,10 +71,14 @@ class SourceIdentifier:
             # In a conversation, a one-part message is also read with what it is about; see
             # `_with_context` for which reading counts.
             follow_up = bool(context.strip()) and len(parts) == 1
+            # A reference that may point into the message itself: what comes before it is read too.
+            lead = before_reference(question) if follow_up and refers_back(question) else ""
             texts = [*parts, f"{context} {parts[0]}"] if follow_up else parts
-            scored = self.score(texts)
+            scored = self.score([*texts, lead] if self._terms(lead) else texts)
             if follow_up:
-                reading, continues = self._with_context(scored[0], scored[1], question)
+                own_topic = len(scored) > 2 and bool(scored[2]) and scored[2][0][1] >= r.clear_threshold \
+                    and len(self._terms(lead)) >= r.clear_min_terms
+                reading, continues = self._with_context(scored[0], scored[1], question, own_topic)
                 scored, used_context = [reading], context if continues else ""
             if llm is not None:
                 scored = [self._blend(s, llm) for s in scored]
@@ -152,7 +156,8 @@ class SourceIdentifier:
         """The question's content words (stemmed, stop words and numbers dropped)."""
         return [t for t in dict.fromkeys(self.index.tokenize(text)) if not t.isdigit()]
 
-    def _with_context(self, alone: Scored, with_context: Scored, question: str) -> tuple[Scored, bool]:
+    def _with_context(self, alone: Scored, with_context: Scored, question: str,
+                      own_topic: bool = False) -> tuple[Scored, bool]:
         """Which reading of a message in a conversation counts, and whether it continues the
         conversation. One that refers back ("how long does it go on for?", "what about uni? can
         they make changes for her…", whatever its length) is read with the conversation's topic:
@@ -160,10 +165,12 @@ class SourceIdentifier:
         ("what should I do?") or that its own words leave unsure ("what happens when you're
         discharged?") also continues the conversation, each source keeping the better of its two
         readings. One that stands on its own words is a new question, answered or declared not
-        covered ("how do I renew my passport?") by itself."""
+        covered ("how do I renew my passport?") by itself, and so does one whose reference has its
+        antecedent in the message (`own_topic`: what comes before the reference names a topic
+        clearly, "my brother has schizophrenia, does that mean I'll get it too?")."""
         r = self.settings.retrieval
         own = alone[0][1] if alone else 0.0
-        refers = refers_back(question)
+        refers = refers_back(question) and not own_topic
         continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
                      or r.none_threshold <= own < r.clear_threshold)
         if not continues or not with_context:

@@ -39,6 +39,14 @@ def refers_back(text: str) -> bool:
     return bool(_BACK.search(text))
 
 
+def before_reference(text: str) -> str:
+    """What the message says before its first reference word ("my brother has schizophrenia, does"
+    of "… does that mean I'll get it too?"): if that names a topic, the reference may point back
+    into the message itself, not to the conversation."""
+    match = _BACK.search(text)
+    return text[:match.start()] if match else text
+
+
 def resolve(text: str, earlier: list[str]) -> str:
     """`text` with a reference to an earlier-named medicine replaced by its name; unchanged when
     it names a medicine itself, refers to none, or nothing earlier fits."""
