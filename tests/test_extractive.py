@@ -119,6 +119,18 @@ def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_b
     assert lead.startswith("Tardive dyskinesia is") and following.startswith("It causes movements"), answer
 
 
+@pytest.mark.slow
+def test_the_list_the_lead_introduces_goes_with_it(embedder, knowledge_base):
+    """"NMS is a rare but serious reaction. Signs include: …": the signs are what the definition
+    goes on to say, though the list's lead-in ("Signs include") matches the question poorly."""
+    source = knowledge_base.get("S12")
+    side_effects = SourceText(id=source.id, title=source.title, text=source.body)
+    answer = compose_extractive_answer(["what is NMS?"], [side_effects], embedder.encode)
+    lead, following = split_sentences(answer)[:2]
+    assert lead.startswith("Neuroleptic malignant syndrome (NMS) is"), answer
+    assert following.startswith("Signs include: high temperature (fever); very stiff muscles"), answer
+
+
 def test_rare_question_words_weigh_more_than_common_ones():
     """A sentence naming the medicine asked about beats one that shares only everyday words."""
     pills = SourceText(id="S90", title="Medicines", text=(

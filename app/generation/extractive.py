@@ -44,6 +44,11 @@ class Passage:
     def leans_back(self) -> bool:
         return bool(_DANGLING.match(self.text))
 
+    @property
+    def is_list(self) -> bool:
+        """A list joined to its lead-in ("Signs include: fever; very stiff muscles; …")."""
+        return ": " in self.text and "; " in self.text
+
 
 @dataclass(frozen=True)
 class Picked:
@@ -137,7 +142,7 @@ def pick_sentences(
     if not pool:
         return []
     # A joined list is scored by its lead-in: the items would dilute its meaning.
-    vectors = embed([p.text.split(": ", 1)[0] if "; " in p.text else p.text for _, _, p in pool])
+    vectors = embed([p.text.split(": ", 1)[0] if p.is_list else p.text for _, _, p in pool])
     said_sentences = [strip_citations(s) for s in split_sentences(said)]
     if said_sentences:  # said before in other words (a card's version of the sentence) counts too
         fresh = np.max(vectors @ embed(said_sentences).T, axis=1) <= 0.85
@@ -188,12 +193,19 @@ def pick_sentences(
         if len(chosen) >= max_sentences or combined[index] < floor:
             break
         take(int(index))
-    # The best sentence's own continuation ("Tardive dyskinesia is… It causes movements…") goes
-    # with it: it says more about what answered, and reads well only right after it.
+    # The best sentence's own continuation ("Tardive dyskinesia is… It causes movements…", "NMS
+    # is a rare but serious reaction. Signs include: fever; …") goes with it: it says more about
+    # what answered, and reads well only right after it. Up to two passages: a sentence that
+    # leans back and the list it introduces ("It helps… Its key features are: …").
     lead = max(chosen.values(), key=lambda p: p.score)
-    after = index_of.get((lead.source_id, lead.position + 1))
-    if after is not None and len(chosen) < max_sentences and pool[after][2].leans_back \
-            and pool[after][2].section == pool[index_of[(lead.source_id, lead.position)]][2].section:
+    section = pool[index_of[(lead.source_id, lead.position)]][2].section
+    for step in (1, 2):
+        after = index_of.get((lead.source_id, lead.position + step))
+        if after is None or len(chosen) >= max_sentences:
+            break
+        passage = pool[after][2]
+        if passage.section != section or not (passage.leans_back or passage.is_list):
+            break
         take(after, forced=True)
     return list(chosen.values())
 
