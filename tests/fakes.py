@@ -55,7 +55,7 @@ class KeywordIdentifier:
         self.knowledge_base = knowledge_base
         self._stems = {s.id: _stems(" ".join([s.title, s.summary, *s.keywords])) for s in knowledge_base}
 
-    def identify(self, question: str, context: str = "") -> Identification:
+    def identify(self, question: str, context: str = "", own_topic: bool | None = None) -> Identification:
         started = time.perf_counter()
         asked = _stems(question)
         scored = sorted(((len(asked & stems), sid) for sid, stems in self._stems.items()), reverse=True)
@@ -66,6 +66,9 @@ class KeywordIdentifier:
                       for hits, sid in scored[:3] if hits]
         return Identification(outcome=outcome, candidates=candidates, parts=[question],
                               latency_ms=(time.perf_counter() - started) * 1000)
+
+    def names_own_topic(self, question: str) -> bool:
+        return False
 
     def correct_spelling(self, text: str) -> str:
         return text

@@ -132,8 +132,10 @@ class AnswerNodes:
             earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
             condensed, calls = self._condensed(state, text) if earlier else (None, [])
             asked = condensed or asked
-            text = condensed or resolve_references(text, earlier)  # "is it safe…" -> "is clozapine …"
-            identification = self.services.identifier.identify(text, context=" ".join(topic))
+            # "is it safe…" -> "is clozapine …", unless the reference points into the message itself
+            own_topic = self.services.identifier.names_own_topic(text)
+            text = condensed or (text if own_topic else resolve_references(text, earlier))
+            identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic)
             # A message read with the topic continues it; one that stood alone starts a new one.
             topic = [topic[0], text] if identification.context else [text]
             match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen))

@@ -56,9 +56,10 @@ class SourceIdentifier:
         return twin
 
     # -- the public call ---------------------------------------------------------------------
-    def identify(self, question: str, context: str = "") -> Identification:
+    def identify(self, question: str, context: str = "", own_topic: bool | None = None) -> Identification:
         """Which sources answer `question`; `context` is what the conversation is about so far
-        (its topic question and latest follow-up), empty for a first message."""
+        (its topic question and latest follow-up), empty for a first message; `own_topic`: the
+        caller has already asked `names_own_topic` (None: asked here when it matters)."""
         started = time.perf_counter()
         r = self.settings.retrieval
         used_context = ""
@@ -71,13 +72,11 @@ class SourceIdentifier:
             # In a conversation, a one-part message is also read with what it is about; see
             # `_with_context` for which reading counts.
             follow_up = bool(context.strip()) and len(parts) == 1
-            # A reference that may point into the message itself: what comes before it is read too.
-            lead = before_reference(question) if follow_up and refers_back(question) else ""
             texts = [*parts, f"{context} {parts[0]}"] if follow_up else parts
-            scored = self.score([*texts, lead] if self._terms(lead) else texts)
+            scored = self.score(texts)
             if follow_up:
-                own_topic = len(scored) > 2 and bool(scored[2]) and scored[2][0][1] >= r.clear_threshold \
-                    and len(self._terms(lead)) >= r.clear_min_terms
+                if own_topic is None:
+                    own_topic = self.names_own_topic(question)
                 reading, continues = self._with_context(scored[0], scored[1], question, own_topic)
                 scored, used_context = [reading], context if continues else ""
             if llm is not None:
@@ -90,6 +89,18 @@ class SourceIdentifier:
         outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
         return Identification(outcome=outcome, candidates=candidates, parts=parts, model_calls=calls,
                               context=used_context, latency_ms=(time.perf_counter() - started) * 1000)
+
+    def names_own_topic(self, question: str) -> bool:
+        """Whether what the message says before its first reference word names a topic clearly
+        ("my brother has schizophrenia, does that mean I'll get it too?"): then "it" and "that"
+        may point into the message itself, not back to the conversation."""
+        if not refers_back(question):
+            return False
+        lead = before_reference(question)
+        if len(self._terms(lead)) < self.settings.retrieval.clear_min_terms:
+            return False
+        found = self.score([lead])[0]
+        return bool(found) and found[0][1] >= self.settings.retrieval.clear_threshold
 
     def correct_spelling(self, text: str) -> str:
         """Misspelt words read as the knowledge base's words ("alchol" -> "alcohol")."""
