@@ -170,7 +170,8 @@ def test_a_crisis_gets_the_calm_panel_with_contacts(server, browser, artefacts):
     page = open_chat(browser, url)
     ask(page, "I have the pills in my hand and I want to end it tonight")
     panel = page.locator('[class*="st-key-crisis-"]')
-    assert panel.is_visible() and "emergency" in panel.inner_text().lower()
+    panel.wait_for(state="visible", timeout=30_000)  # drawn after the message itself, on a busy machine later
+    assert "emergency" in panel.inner_text().lower()
     page.screenshot(path=artefacts / "chat-crisis-panel.png", full_page=True)
     page.close()
 
