@@ -133,7 +133,7 @@ class AnswerNodes:
             condensed, calls = self._condensed(state, text) if earlier else (None, [])
             asked = condensed or asked
             # "is it safe…" -> "is clozapine …", unless the reference points into the message itself
-            own_topic = self.services.identifier.names_own_topic(text)
+            own_topic = bool(earlier) and self.services.identifier.names_own_topic(text)
             text = condensed or (text if own_topic else resolve_references(text, earlier))
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic)
             # A message read with the topic continues it; one that stood alone starts a new one.
