@@ -129,11 +129,12 @@ class AnswerNodes:
             asked = text if answer_types.wanted(text) else previous or text
             identification = Identification(outcome="clear", candidates=last, parts=[asked], latency_ms=0.0)
         else:
-            earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
+            earlier = _said(state, HumanMessage)
             condensed, calls = self._condensed(state, text) if earlier else (None, [])
             asked = condensed or asked
             # "is it safe…" -> "is clozapine …", unless the reference points into the message itself
-            own_topic = bool(earlier) and self.services.identifier.names_own_topic(text)
+            # (a model's rewrite stands alone: `identify` asks only if it matters)
+            own_topic = None if condensed else bool(earlier) and self.services.identifier.names_own_topic(text)
             text = condensed or (text if own_topic else resolve_references(text, earlier))
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic)
             # A message read with the topic continues it; one that stood alone starts a new one.
@@ -264,7 +265,7 @@ class AnswerNodes:
     def crisis_reminder(self, state: ChatState) -> str:
         """Soon after a crisis message, every answer ends with the crisis contacts again (fixed
         text, added after the filter): the person asked something else, but may not be safe."""
-        earlier = [str(m.content) for m in state.get("messages", []) if isinstance(m, HumanMessage)]
+        earlier = _said(state, HumanMessage)
         if not crisis_earlier(earlier, self.services.resources):
             return ""
         return reply("crisis_reminder", contacts=contact_lines(self.settings.crisis_contacts))
@@ -288,8 +289,7 @@ class AnswerNodes:
         usable = list(dict.fromkeys([*(sid for sid in chosen if sid in given), *given]))[:3]
         docs = [d for sid in usable if (d := self.services.source_text(sid))]
         # A follow-up gets what was not said yet.
-        said = [str(m.content) for m in state.get("messages", []) if isinstance(m, AIMessage)] \
-            if state["screen"].follow_up else []
+        said = _said(state, AIMessage) if state["screen"].follow_up else []
         said.append(self._lead(state))  # the lead already says how to get help
         # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
         meant = [self.services.identifier.correct_spelling(p) for p in parts]
@@ -353,7 +353,7 @@ class AnswerNodes:
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "small_talk"})
-        asked = {str(m.content).lower() for m in state.get("messages", []) if isinstance(m, HumanMessage)}
+        asked = {m.lower() for m in _said(state, HumanMessage)}
         questions = [source.questions[0] for source in self.services.identifier.knowledge_base if source.questions]
         screen = state["screen"]
         answer = small_talk_reply(screen.text, questions, asked, seed=state["turn"], learned=screen.small_talk_kind)
@@ -406,7 +406,7 @@ def _route(identification: Identification, screen: InputScreen, match: CardMatch
 def _delivered(card: AnswerCard, state: ChatState) -> bool:
     """The card's answer was given earlier in this conversation (its body is in an earlier reply)."""
     body = card.body.strip()
-    return any(body in str(m.content) for m in state.get("messages", []) if isinstance(m, AIMessage))
+    return any(body in answer for answer in _said(state, AIMessage))
 
 
 def _own_case(screen: InputScreen) -> bool:
@@ -443,8 +443,13 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+def _said(state: ChatState, kind: type[HumanMessage] | type[AIMessage]) -> list[str]:
+    """What the user (`HumanMessage`) or the bot (`AIMessage`) said so far, oldest first."""
+    return [str(m.content) for m in state.get("messages", []) if isinstance(m, kind)]
+
+
 def _last_user_message(state: ChatState) -> str | None:
-    humans = [m.content for m in state.get("messages", []) if isinstance(m, HumanMessage)]
+    humans = _said(state, HumanMessage)
     return humans[-1] if humans else None
 
 
