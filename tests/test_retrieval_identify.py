@@ -202,6 +202,24 @@ def test_part_about_something_else_is_left_out(identifier):
 
 
 @pytest.mark.slow
+def test_a_question_wrapped_in_a_story_is_found_by_the_sentence_that_asks_it(identifier):
+    story = ("We moved house in the summer and my daughter started a new school, it has been a big "
+             "change for all of us. What helps with hearing voices?")
+    whole = dict(identifier.score([story])[0])
+    found = identifier.identify(story)
+    assert found.outcome == "clear" and ids(found)[0] == "A03"
+    assert found.candidates[0].confidence > whole["A03"] + 0.1
+
+    # A background sentence alone would find its own source clearly; in the message it does not
+    # outweigh what is asked.
+    background = "His doctor talked about part-time hours at his job."
+    assert ids(identifier.identify(background)) == ["A04"]
+    found = identifier.identify(f"My husband has been very tired lately and is eating a lot more. {background} "
+                                "Is the weight gain from the medicine?")
+    assert ids(found) == ["A05"]
+
+
+@pytest.mark.slow
 def test_misspellings_still_find_the_source(identifier):
     assert ids(identifier.identify("clozapin blod tets how ofen"))[0] == "A02"
 

@@ -23,6 +23,7 @@ from app.core.config import Settings
 from app.core.errors import ModelError
 from app.core.records import Candidate, Identification, ModelCall
 from app.core.spelling import Speller, corpus_words
+from app.core.text import split_sentences
 from app.kb.loader import KnowledgeBase
 from app.retrieval.fusion import by_source, ranked, rrf
 from app.retrieval.index import ChunkIndex
@@ -73,7 +74,9 @@ class SourceIdentifier:
             # `_with_context` for which reading counts.
             follow_up = bool(context.strip()) and len(parts) == 1
             texts = [*parts, f"{context} {parts[0]}"] if follow_up else parts
-            scored = self.score(texts)
+            asking = self._asking_sentences(parts)
+            found = self.score([*texts, *(sentence for _, sentence in asking)])
+            scored = self._lifted(found[: len(texts)], asking, found[len(texts):])
             if follow_up:
                 if own_topic is None:
                     own_topic = self.names_own_topic(question)
@@ -89,6 +92,30 @@ class SourceIdentifier:
         outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
         return Identification(outcome=outcome, candidates=candidates, parts=parts, model_calls=calls,
                               context=used_context, latency_ms=(time.perf_counter() - started) * 1000)
+
+    def _asking_sentences(self, parts: list[str]) -> list[tuple[int, str]]:
+        """The sentences of the parts that have several (with the part's index), each with enough
+        words to search on."""
+        r = self.settings.retrieval
+        return [(n, sentence) for n, part in enumerate(parts) if len(sentences := split_sentences(part)) > 1
+                for sentence in sentences if len(self._terms(sentence)) >= r.clear_min_terms]
+
+    def _lifted(self, readings: list[Scored], sentences: list[tuple[int, str]],
+                sentence_readings: list[Scored]) -> list[Scored]:
+        """A part's reading with each source lifted to the mean of its confidence for the whole
+        part and for one of its sentences, if that is higher: a question wrapped in a story ("We moved
+        house and she started a new school… What helps with hearing voices?") is found by the
+        sentence that asks it rather than lost in the average of them all, while a background
+        sentence ("His doctor talked about part-time hours at his job.") cannot outweigh what the
+        whole message asks."""
+        lifted = [dict(reading) for reading in readings]
+        for (n, _), found in zip(sentences, sentence_readings, strict=True):
+            whole = dict(readings[n])
+            unseen = min(whole.values(), default=0.0)  # not in the part's list: no closer than its last
+            for sid, confidence in found:
+                lifted[n][sid] = max(lifted[n].get(sid, 0.0), (confidence + whole.get(sid, unseen)) / 2)
+        return [ranked(reading) if reading != dict(original) else original
+                for reading, original in zip(lifted, readings, strict=True)]
 
     def names_own_topic(self, question: str) -> bool:
         """Whether what the message says before its first reference word names a topic clearly
