@@ -59,7 +59,8 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     crisis = found.crisis
     screen.crisis_score, screen.crisis_layer, screen.crisis_evidence = found.score, found.layer, found.evidence
     screen.small_talk_score, screen.personal_advice = found.small_talk, found.personal_advice
-    screen.small_talk_kind = found.small_talk_kind
+    screen.small_talk_kind, screen.boundary_kind = found.small_talk_kind, found.boundary_kind
+    screen.crisis_kind = found.crisis_kind
     screen.urgent = found.urgent
     mode = settings.caf.llm_crisis_screen
     # After a crisis the route is crisis whatever the screener says: no call to make.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from app.core.errors import KnowledgeBaseError
 from app.kb import load_knowledge_base
+from judges.local.screen_model import training_files
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD = """---
@@ -37,6 +39,17 @@ def test_the_shipped_cards_load_and_cite_only_trusted_sources(knowledge_base):
     for card in knowledge_base.cards:
         assert card.sources and all(s in knowledge_base for s in card.sources), card.id
         assert not card.uncited_sentences(), card.id
+
+
+def test_boundary_cards_name_kinds_of_request_the_input_screen_reads(knowledge_base):
+    """A card's `requests` must be categories the screen is trained on, or the screen's reading
+    could never choose it."""
+    trained = {json.loads(line).get("category") for path in training_files()
+               for line in path.read_text(encoding="utf-8").splitlines()
+               if line.strip() and json.loads(line).get("route") == "boundary"}
+    listed = [(card.id, request) for card in knowledge_base.cards for request in card.requests]
+    assert listed and all(card.kind == "boundary" for card in knowledge_base.cards if card.requests)
+    assert [item for item in listed if item[1] not in trained] == []
 
 
 @pytest.mark.parametrize(("body", "problem"), [

@@ -143,6 +143,8 @@ class InputScreen(Record):
     small_talk_score: float = 0.0
     small_talk_kind: str = ""  # the learned layer's likeliest kind ("farewell", "thanks", …)
     personal_advice: bool = False  # asks for advice on the writer's own case: a boundary reply
+    boundary_kind: str = ""  # the learned layer's likeliest kind of such request ("missed_dose", …)
+    crisis_kind: str = ""  # the learned layer's likeliest kind of crisis ("medical_emergency", …)
     urgent: bool = False  # someone is unwell now: the answer leads with how to get help today
     follow_up: bool = False  # leans on the conversation so far ("tell me more", "why?")
 

@@ -139,7 +139,8 @@ class AnswerNodes:
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic)
             # A message read with the topic continues it; one that stood alone starts a new one.
             topic = [topic[0], text] if identification.context else [text]
-            match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen))
+            match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen),
+                                              request=screen.boundary_kind)
             if screen.urgent and match is not None and match.card.kind == "boundary":
                 match = None  # someone unwell now hears how to get help first, not what we cannot do
             if _own_case(screen) and identification.outcome != "clear" and (match is None or not match.confident):
@@ -148,7 +149,8 @@ class AnswerNodes:
                 if identification.outcome == "middling":
                     identification = identification.model_copy(update={"outcome": "clear"})
                 else:
-                    match = self.services.cards.nearest_boundary(text, self.settings.retrieval)
+                    match = self.services.cards.nearest_boundary(text, self.settings.retrieval,
+                                                                 request=screen.boundary_kind)
             if screen.urgent and (lead := self._urgent_card()):
                 # Someone unwell now gets how to get help today (the lead's sources go in with
                 # what was found), never a menu or "not covered".
@@ -347,8 +349,10 @@ class AnswerNodes:
     @timed("crisis_response")
     def crisis_response(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "crisis"})
-        continued = state["screen"].crisis_layer == "conversation"
-        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued), "trace": trace}
+        screen = state["screen"]
+        continued, medical = screen.crisis_layer == "conversation", screen.crisis_kind == "medical_emergency"
+        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued, medical=medical),
+                "trace": trace}
 
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:

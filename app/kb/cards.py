@@ -28,6 +28,9 @@ class CardMeta(BaseModel):
     title: str = Field(min_length=1)
     questions: list[str] = Field(min_length=1)  # how people ask it; what a question is matched to
     kind: Literal["answer", "boundary", "urgent"] = "answer"
+    # A boundary card's kinds of request about one's own case, as the input screen names them
+    # ("missed_dose"): the screen's reading of a request chooses among the cards that list it.
+    requests: list[str] = Field(default_factory=list)
 
 
 class AnswerCard(CardMeta):

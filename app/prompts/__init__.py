@@ -50,9 +50,11 @@ def contact_lines(contacts: list[CrisisContact]) -> str:
     return "\n".join(f"- {c.name}: {c.contact}" + (f" ({c.note})" if c.note else "") for c in contacts)
 
 
-def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False) -> str:
-    """The crisis reply; `continued`: the turn after one, whatever it says."""
-    return reply("crisis_continued" if continued else "crisis", contacts=contact_lines(contacts))
+def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False, medical: bool = False) -> str:
+    """The crisis reply; `continued`: the turn after one, whatever it says; `medical`: someone's
+    body is in danger (a collapse, a reaction to a medicine), not their safety or anyone else's."""
+    name = "crisis_continued" if continued else "crisis_medical" if medical else "crisis"
+    return reply(name, contacts=contact_lines(contacts))
 
 
 def topics_list(titles: list[str], limit: int = 12) -> str:

@@ -34,31 +34,56 @@ class CardMatcher:
             self._vectors = self._embed(self._phrasings)
         return self._vectors
 
-    def match(self, question: str, settings: Retrieval, *, own_case: bool = False) -> CardMatch | None:
+    def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
+              request: str = "") -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
-        request about the person's own case (`own_case`), the closest boundary card, unless a general
-        card is much closer."""
+        request about the person's own case (`own_case`; `request`: the screen's reading of its
+        kind), the boundary card for that kind of request (see `_requested`), else the closest
+        boundary card; unless a general card is much closer."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
         general = self._closest(similarities, settings)
-        boundary = self._closest(similarities, settings, boundary_only=True) if own_case else None
+        boundary = None
+        if own_case:
+            boundary = (self._requested(similarities, request, settings)
+                        or self._closest(similarities, settings, boundary_only=True))
         if boundary is None:
             return general
         if general is not None and general.confident and general.similarity > boundary.similarity + 0.1:
             return general  # a much closer general card: its topic, framed as a boundary reply
         return boundary
 
-    def nearest_boundary(self, question: str, settings: Retrieval) -> CardMatch | None:
-        """The nearest boundary card above `boundary_card_floor`, however close the others: for a
-        request about the person's own case that nothing else answers. Any boundary card is a safe
-        reply to such a request; the nearest carries the most relevant safety fact."""
+    def nearest_boundary(self, question: str, settings: Retrieval, request: str = "") -> CardMatch | None:
+        """The boundary card for the kind of request (`request`), else the nearest boundary card
+        above `boundary_card_floor`, however close the others: for a request about the person's
+        own case that nothing else answers. Any boundary card is a safe reply to such a request;
+        the fitting one carries the most relevant safety fact."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
+        if found := self._requested(similarities, request, settings):
+            return found
         best = max((i for i, owner in enumerate(self._owners) if owner.kind == "boundary"),
                    key=lambda i: similarities[i], default=None)
         if best is None or similarities[best] < settings.boundary_card_floor:
+            return None
+        return CardMatch(self._owners[best], float(similarities[best]), self._phrasings[best], confident=True)
+
+    def _requested(self, similarities: np.ndarray, request: str, settings: Retrieval) -> CardMatch | None:
+        """The closest of the boundary cards that answer this kind of request. The screen's reading
+        of the request, learned from hundreds of them, says what is asked better than the nearest
+        of a few phrasings, which the topic's words sway ("mum has schizophrenia … she spat her
+        tablet out" is near "my mum has schizophrenia, will I get it?"). Not when another card's
+        own phrasing is said almost word for word (`card_threshold`), nor for a kind no card lists."""
+        serving = [i for i, owner in enumerate(self._owners) if request and request in owner.requests]
+        if not serving:
+            return None
+        best = max(serving, key=lambda i: similarities[i])
+        verbatim = max(range(len(self._owners)), key=lambda i: similarities[i])
+        if similarities[verbatim] >= settings.card_threshold and self._owners[verbatim] is not self._owners[best]:
+            return None
+        if similarities[best] < settings.boundary_card_floor:
             return None
         return CardMatch(self._owners[best], float(similarities[best]), self._phrasings[best], confident=True)
 

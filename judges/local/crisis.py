@@ -57,6 +57,8 @@ class Assessment:
     evidence: list[str] = field(default_factory=list)
     small_talk: float = 0.0
     small_talk_kind: str = ""  # the learned layer's likeliest kind of small talk ("farewell", "thanks")
+    boundary_kind: str = ""  # … of request about one's own case ("missed_dose", "switch")
+    crisis_kind: str = ""  # … of crisis ("medical_emergency", "self_harm_now")
     personal_advice: bool = False  # asks for advice on the writer's own case (learned layer)
     urgent: bool = False  # describes someone unwell now who needs help today (learned layer)
     clearable: bool = False  # a learned-only flag below its confident line: an LLM may clear it
@@ -119,7 +121,9 @@ def _assess(text: str, res: Resources) -> Assessment:
     if other_language := crisis_languages.find(text):
         return Assessment(True, 1.0, f"language:{other_language[0]}", [other_language[1]])
     if hit := pattern_hit(text):
-        return Assessment(True, 1.0, f"pattern:{hit[0]}", [hit[1]])
+        # The learned layer still says what kind of crisis it is ("medical_emergency" gets its own reply).
+        kind = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK)).crisis_kind
+        return Assessment(True, 1.0, f"pattern:{hit[0]}", [hit[1]], crisis_kind=kind)
     english = res.screen_model.is_english(text)
     if english:
         reading = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK))
@@ -128,9 +132,11 @@ def _assess(text: str, res: Resources) -> Assessment:
     if reading.is_crisis:
         return Assessment(True, reading.crisis, "model" if english else "model:languages",
                           split_sentences(text) or [text], small_talk=reading.small_talk,
+                          crisis_kind=reading.crisis_kind,
                           clearable=reading.crisis < reading.confident)
     return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english,
-                      small_talk_kind=reading.small_talk_kind,
+                      small_talk_kind=reading.small_talk_kind, boundary_kind=reading.boundary_kind,
+                      crisis_kind=reading.crisis_kind,
                       personal_advice=reading.personal >= reading.personal_threshold,
                       urgent=reading.urgent >= reading.urgent_threshold,
                       uncertain=reading.crisis >= reading.second_look)

@@ -76,6 +76,8 @@ class Reading:
     urgent: float = 0.0  # probability it describes someone unwell now who needs help today
     urgent_threshold: float = 1.0  # an urgent situation from here up
     small_talk_kind: str = ""  # the likeliest small-talk class's category ("farewell", "thanks", …)
+    boundary_kind: str = ""  # the likeliest personal-advice class's category ("missed_dose", …)
+    crisis_kind: str = ""  # the likeliest crisis class's category ("medical_emergency", …)
 
     @property
     def is_crisis(self) -> bool:
@@ -203,10 +205,11 @@ def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarr
     return _class_probabilities(variant["classifier"], _features(variant["vectoriser"], texts, embedded))
 
 
-def _small_talk_kinds(classifier: LogisticRegression, p: np.ndarray) -> list[str]:
-    """Per text (`p`: its class probabilities), the category of its likeliest small-talk class
-    ("farewell", "thanks", …)."""
-    columns = [i for i, c in enumerate(classifier.classes_) if str(c).startswith("small_talk:")]
+def _likeliest_kind(classifier: LogisticRegression, p: np.ndarray, route: str) -> list[str]:
+    """Per text (`p`: its class probabilities), the category of its likeliest class on `route`
+    ("small_talk" -> "farewell", "thanks", …; "boundary" -> "missed_dose", …; "crisis" ->
+    "medical_emergency", …), whatever the route it is read on."""
+    columns = [i for i, c in enumerate(classifier.classes_) if str(c).startswith(f"{route}:")]
     if not columns:
         return [""] * p.shape[0]
     return [str(classifier.classes_[columns[int(i)]]).split(":", 1)[1] for i in np.argmax(p[:, columns], axis=1)]
@@ -481,9 +484,10 @@ class ScreenModel:
         classifier = variant["classifier"]
         p = _predict_proba(classifier, _features(variant["vectoriser"], [text], vectors))
         crisis, small, personal, urgent = _grouped(classifier, p)
-        kind = _small_talk_kinds(classifier, p)[0]
         return Reading(crisis=round(float(crisis[0]), 4), small_talk=round(float(small[0]), 4),
-                       small_talk_kind=kind,
+                       small_talk_kind=_likeliest_kind(classifier, p, "small_talk")[0],
+                       boundary_kind=_likeliest_kind(classifier, p, "boundary")[0],
+                       crisis_kind=_likeliest_kind(classifier, p, "crisis")[0],
                        threshold=variant["threshold"], confident=variant["confident"],
                        second_look=variant["second_look"], personal=round(float(personal[0]), 4),
                        personal_threshold=variant["personal_threshold"], urgent=round(float(urgent[0]), 4),
