@@ -74,9 +74,9 @@ class SourceIdentifier:
             # `_with_context` for which reading counts.
             follow_up = bool(context.strip()) and len(parts) == 1
             texts = [*parts, f"{context} {parts[0]}"] if follow_up else parts
-            asking = self._asking_sentences(parts)
-            found = self.score([*texts, *(sentence for _, sentence in asking)])
-            scored = self._lifted(found[: len(texts)], asking, found[len(texts):])
+            sentences = self._sentences_of(parts)
+            found = self.score([*texts, *(sentence for _, sentence in sentences)])
+            scored = self._lifted(found[: len(texts)], sentences, found[len(texts):])
             if follow_up:
                 if own_topic is None:
                     own_topic = self.names_own_topic(question)
@@ -93,7 +93,7 @@ class SourceIdentifier:
         return Identification(outcome=outcome, candidates=candidates, parts=parts, model_calls=calls,
                               context=used_context, latency_ms=(time.perf_counter() - started) * 1000)
 
-    def _asking_sentences(self, parts: list[str]) -> list[tuple[int, str]]:
+    def _sentences_of(self, parts: list[str]) -> list[tuple[int, str]]:
         """The sentences of the parts that have several (with the part's index), each with enough
         words to search on."""
         r = self.settings.retrieval

@@ -57,8 +57,8 @@ class Assessment:
     evidence: list[str] = field(default_factory=list)
     small_talk: float = 0.0
     small_talk_kind: str = ""  # the learned layer's likeliest kind of small talk ("farewell", "thanks")
-    boundary_kind: str = ""  # … of request about one's own case ("missed_dose", "switch")
-    crisis_kind: str = ""  # … of crisis ("medical_emergency", "self_harm_now")
+    boundary_kind: str = ""  # its likeliest kind of request about one's own case ("missed_dose")
+    crisis_kind: str = ""  # its likeliest kind of crisis ("medical_emergency", "self_harm_now")
     personal_advice: bool = False  # asks for advice on the writer's own case (learned layer)
     urgent: bool = False  # describes someone unwell now who needs help today (learned layer)
     clearable: bool = False  # a learned-only flag below its confident line: an LLM may clear it
