@@ -149,8 +149,7 @@ class AnswerNodes:
                 if identification.outcome == "middling":
                     identification = identification.model_copy(update={"outcome": "clear"})
                 else:
-                    match = self.services.cards.nearest_boundary(text, self.settings.retrieval,
-                                                                 request=screen.boundary_kind)
+                    match = self.services.cards.nearest_boundary(text, self.settings.retrieval)
             if screen.urgent and (lead := self._urgent_card()):
                 # Someone unwell now gets how to get help today (the lead's sources go in with
                 # what was found), never a menu or "not covered".

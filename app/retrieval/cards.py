@@ -54,16 +54,14 @@ class CardMatcher:
             return general  # a much closer general card: its topic, framed as a boundary reply
         return boundary
 
-    def nearest_boundary(self, question: str, settings: Retrieval, request: str = "") -> CardMatch | None:
-        """The boundary card for the kind of request (`request`), else the nearest boundary card
-        above `boundary_card_floor`, however close the others: for a request about the person's
-        own case that nothing else answers. Any boundary card is a safe reply to such a request;
-        the fitting one carries the most relevant safety fact."""
+    def nearest_boundary(self, question: str, settings: Retrieval) -> CardMatch | None:
+        """The nearest boundary card above `boundary_card_floor`, however close the others: for a
+        request about the person's own case that nothing else answers (`match` found no card, not
+        even one for its kind of request). Any boundary card is a safe reply to such a request;
+        the nearest carries the most relevant safety fact."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
-        if found := self._requested(similarities, request, settings):
-            return found
         best = max((i for i, owner in enumerate(self._owners) if owner.kind == "boundary"),
                    key=lambda i: similarities[i], default=None)
         if best is None or similarities[best] < settings.boundary_card_floor:
@@ -80,7 +78,7 @@ class CardMatcher:
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
-        verbatim = max(range(len(self._owners)), key=lambda i: similarities[i])
+        verbatim = int(np.argmax(similarities))
         if similarities[verbatim] >= settings.card_threshold and self._owners[verbatim] is not self._owners[best]:
             return None
         if similarities[best] < settings.boundary_card_floor:
