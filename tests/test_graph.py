@@ -250,13 +250,19 @@ def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_the
 
 def test_a_medical_emergency_gets_the_crisis_reply_for_the_body_not_for_feelings(make_bot):
     bot = make_bot()
-    medical = bot.ask(bot.new_thread(), "my brother started a new tablet on monday and now he's boiling hot, "
-                                        "his whole body is rigid and he's not making sense")
-    assert medical.route == "crisis" and medical.answer == reply(
-        "crisis_medical", contacts=contact_lines(bot.settings.crisis_contacts))
-    feelings = bot.ask(bot.new_thread(), "i want to end it all tonight")
+    contacts = contact_lines(bot.settings.crisis_contacts)
+    thread = bot.new_thread()
+    medical = bot.ask(thread, "my brother started a new tablet on monday and now he's boiling hot, "
+                              "his whole body is rigid and he's not making sense")
+    assert medical.route == "crisis" and medical.answer == reply("crisis_medical", contacts=contacts)
+    # The turn after stays on the crisis route, still about the body.
+    after = bot.ask(thread, "thnks")
+    assert after.route == "crisis" and after.answer == reply("crisis_medical_continued", contacts=contacts)
+    feelings_thread = bot.new_thread()
+    feelings = bot.ask(feelings_thread, "i want to end it all tonight")
     assert feelings.route == "crisis" and "medical emergency" not in feelings.answer
-    assert feelings.answer == reply("crisis", contacts=contact_lines(bot.settings.crisis_contacts))
+    assert feelings.answer == reply("crisis", contacts=contacts)
+    assert bot.ask(feelings_thread, "thnks").answer == reply("crisis_continued", contacts=contacts)
 
 
 @pytest.mark.parametrize("situation", [

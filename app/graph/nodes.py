@@ -94,6 +94,8 @@ class AnswerNodes:
             after_crisis=_crisis_in_previous_message(state.get("screen")),
             deadline=self.deadline(trace))
         screen = result.screen
+        if screen.crisis_layer == "conversation":  # the turn after a crisis keeps that crisis's kind
+            screen.crisis_kind = state["screen"].crisis_kind
         trace.user_message, trace.notices = screen.text, list(screen.notices)
         trace.model_calls += result.model_calls
         trace.errors += result.errors

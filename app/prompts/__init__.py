@@ -53,8 +53,8 @@ def contact_lines(contacts: list[CrisisContact]) -> str:
 def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False, medical: bool = False) -> str:
     """The crisis reply; `continued`: the turn after one, whatever it says; `medical`: someone's
     body is in danger (a collapse, a reaction to a medicine), not their safety or anyone else's."""
-    name = "crisis_continued" if continued else "crisis_medical" if medical else "crisis"
-    return reply(name, contacts=contact_lines(contacts))
+    name = "crisis_medical" if medical else "crisis"
+    return reply(f"{name}_continued" if continued else name, contacts=contact_lines(contacts))
 
 
 def topics_list(titles: list[str], limit: int = 12) -> str:
