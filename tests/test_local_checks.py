@@ -88,6 +88,18 @@ def test_grounding_rejects_a_reversed_negation():
     assert finding.flagged and finding.suggested_verdict == "reject"
 
 
+def test_grounding_reads_a_list_item_by_item_for_a_reversed_negation():
+    benefits = SourceText(id="S10", title="Depot injections", text=(
+        "Possible benefits:\n\n- No need to remember tablets every day.\n- A steady level of medicine, "
+        "which can lower the risk of relapse.\n- The team knows straight away if an injection is missed."))
+    faithful = ("Possible benefits: no need to remember tablets every day; a steady level of medicine, which can "
+                "lower the risk of relapse; the team knows straight away if an injection is missed. [S10]")
+    assert not run("grounding", faithful, sources=(benefits,)).flagged
+    reversed_item = faithful.replace("the team knows straight away", "the team does not know")
+    finding = run("grounding", reversed_item, sources=(benefits,))
+    assert finding.flagged and finding.suggested_verdict == "reject", finding.detail
+
+
 def test_grounding_passes_a_faithful_sentence():
     assert not run("grounding", "Depot injections release an antipsychotic slowly [S10].").flagged
 

@@ -121,12 +121,30 @@ def analyse(ctx: DraftContext, res: Resources) -> list[SentenceSupport]:
             new_numbers=sorted(numbers(claim, small_words=False) - facts.numbers),
             source_has_numbers=facts.has_numbers,
             new_medicines=sorted({m.lower() for m in medicines.findall(claim)} - facts.medicines),
-            # Against the closest unit, or a runner-up about as close (the same fact, worded twice).
-            polarity_flip=any(_flipped(claim, pieces[int(i)], generic) for i in order[:2]
-                              if sims[int(i)] >= max(_t("negation_similarity"), sims[int(order[0])] - 0.05)
-                              or int(i) == int(order[0])),
+            polarity_flip=_reverses(claim, pieces, sims, generic, res),
         ))
     return results
+
+
+def _reverses(claim: str, pieces: list[str], sims: np.ndarray, generic: set[str], res: Resources) -> bool:
+    """The claim reverses a negation of the source. A sentence of several clauses whose negations
+    all lie in them (a list: "no need to remember tablets; a steady level of medicine; …") is
+    judged clause by clause, each against the units nearest it: as a whole it is nearest one item,
+    and a negative item beside positive ones is no reversal."""
+    clauses = [c for c in _CLAUSE.split(claim) if len(c.split()) >= 4]
+    if len(clauses) > 1 and any(polarity(c)[0] for c in clauses) == polarity(claim)[0]:
+        return any(_flipped_near(c, pieces, _similarities(c, pieces, res), generic) for c in clauses)
+    return _flipped_near(claim, pieces, sims, generic)
+
+
+def _flipped_near(claim: str, pieces: list[str], sims: np.ndarray, generic: set[str]) -> bool:
+    """Flipped against the closest unit, or a runner-up about as close (the same fact, worded twice)."""
+    if not pieces:
+        return False
+    order = np.argsort(-sims)
+    best = sims[int(order[0])]
+    return any(_flipped(claim, pieces[int(i)], generic) for i in order[:2]
+               if int(i) == int(order[0]) or sims[int(i)] >= max(_t("negation_similarity"), best - 0.05))
 
 
 def _similarities(claim: str, pieces: list[str], res: Resources) -> np.ndarray:
