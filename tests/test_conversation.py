@@ -112,6 +112,27 @@ def test_a_follow_up_asking_for_a_kind_of_answer_is_composed_on_its_own_words(bo
     assert re.search(r"every (week|month|\d)", trace.answer), trace.answer
 
 
+@pytest.mark.parametrize(("opening", "follow_up", "source"), [
+    ("whats NMS", "can it be permanent?", "S12"),
+    ("how are depot injections given?", "does it hurt?", "S10"),
+])
+def test_a_follow_up_unsure_on_its_own_words_stays_with_the_last_answers_source(bot, opening, follow_up, source):
+    """Its words alone would offer a menu; the conversation has said what "it" is."""
+    thread = bot.new_thread()
+    assert source in bot.ask(thread, opening).citations
+    trace = bot.ask(thread, follow_up)
+    assert trace.route == "answer" and trace.identification.outcome == "clear", trace.answer
+    assert trace.citations and set(trace.citations) <= {source}, trace.answer
+
+
+def test_it_refers_to_the_topic_the_conversation_is_on_not_an_older_medicine(bot):
+    thread = bot.new_thread()
+    bot.ask(thread, "what is clozapine?")
+    bot.ask(thread, "how are depot injections given?")
+    trace = bot.ask(thread, "does it hurt?")
+    assert "clozapine" not in trace.resolved_question.lower() and "S11" not in trace.citations, trace.answer
+
+
 def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):
     """One evaluation path: the eval's routes are the graph's, scenario by scenario."""
     scenarios = [s for s in load_scenarios(REPO / "scenarios" / "screen" / "train")

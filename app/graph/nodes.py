@@ -137,8 +137,10 @@ class AnswerNodes:
             # "is it safe…" -> "is clozapine …", unless the reference points into the message itself
             # (a model's rewrite stands alone: `identify` asks only if it matters)
             own_topic = None if condensed else bool(earlier) and self.services.identifier.names_own_topic(text)
-            text = condensed or (text if own_topic else resolve_references(text, earlier))
-            identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic)
+            text = condensed or (text if own_topic else resolve_references(text, topic))
+            last_sources = [c.source_id for c in self._last_answer_sources(state)]
+            identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
+                                                               last_sources=last_sources)
             # A message read with the topic continues it; one that stood alone starts a new one.
             topic = [topic[0], text] if identification.context else [text]
             match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen),
@@ -287,9 +289,12 @@ class AnswerNodes:
             best = next((c.source_id for c in identification.candidates if c.part in (part, None)), None)
             if best and best not in chosen:
                 chosen.append(best)
-        # Then the other sources given, up to three in all: later ones must earn their sentences.
+        # Then the other sources found for it, up to three in all: later ones must earn their
+        # sentences. Sources still in play from earlier turns are context for a model, not
+        # material for this answer ("does it hurt?" about an injection is not about clozapine).
         given = state["prompt_source_ids"]
-        usable = list(dict.fromkeys([*(sid for sid in chosen if sid in given), *given]))[:3]
+        found = [*chosen, *(c.source_id for c in identification.candidates)]
+        usable = list(dict.fromkeys(sid for sid in found if sid in given))[:3]
         docs = [d for sid in usable if (d := self.services.source_text(sid))]
         # A follow-up gets what was not said yet.
         said = _said(state, AIMessage) if state["screen"].follow_up else []

@@ -16,6 +16,7 @@ import copy
 import math
 import re
 import time
+from collections.abc import Collection
 from typing import Literal
 
 from app.core.answer_types import wanted
@@ -57,13 +58,15 @@ class SourceIdentifier:
         return twin
 
     # -- the public call ---------------------------------------------------------------------
-    def identify(self, question: str, context: str = "", own_topic: bool | None = None) -> Identification:
+    def identify(self, question: str, context: str = "", own_topic: bool | None = None,
+                 last_sources: Collection[str] = ()) -> Identification:
         """Which sources answer `question`; `context` is what the conversation is about so far
         (its topic question and latest follow-up), empty for a first message; `own_topic`: the
-        caller has already asked `names_own_topic` (None: asked here when it matters)."""
+        caller has already asked `names_own_topic` (None: asked here when it matters);
+        `last_sources`: what the last answer drew on."""
         started = time.perf_counter()
         r = self.settings.retrieval
-        used_context = ""
+        used_context, settled = "", False
         parts = split_parts(question, min_words=r.min_part_words, max_parts=r.max_parts) or [question]
         calls: list[ModelCall] = []
         llm = self._ask_llm(question, calls) if self.chooser and r.strategy != "retrieval" else None
@@ -82,6 +85,11 @@ class SourceIdentifier:
                     own_topic = self.names_own_topic(question)
                 reading, continues = self._with_context(scored[0], scored[1], question, own_topic)
                 scored, used_context = [reading], context if continues else ""
+                # A message that continues the conversation and reads likeliest as the source
+                # the last answer drew on is about that source ("can it be permanent?" after
+                # NMS): the conversation has settled which it is, where the words alone are unsure.
+                settled = continues and bool(reading) and reading[0][0] in last_sources \
+                    and reading[0][1] >= r.none_threshold
             if llm is not None:
                 scored = [self._blend(s, llm) for s in scored]
             if not follow_up and len(self._terms(question)) < r.clear_min_terms and wanted(question) is None:
@@ -90,6 +98,8 @@ class SourceIdentifier:
                 cap = r.clear_threshold - 1e-6
                 scored = [[(sid, min(conf, cap)) for sid, conf in s] for s in scored]
         outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
+        if settled and outcome == "middling":
+            outcome, candidates = "clear", candidates[:1]
         return Identification(outcome=outcome, candidates=candidates, parts=parts, model_calls=calls,
                               context=used_context, latency_ms=(time.perf_counter() - started) * 1000)
 

@@ -3,7 +3,8 @@ clozapine asks about clozapine; "and the other one?" asks about the medicine nam
 
 Offline and rule-based on purpose: medicine names are recognised by their international
 non-proprietary name stems (-apine, -idone, …), so names the knowledge base never mentions are
-recognised too, and a reference is resolved only to a medicine the user named earlier.
+recognised too, and a reference is resolved only to a medicine the user named in the topic the
+conversation is on.
 """
 
 from __future__ import annotations
@@ -47,12 +48,14 @@ def before_reference(text: str) -> str:
     return text[:match.start()] if match else text
 
 
-def resolve(text: str, earlier: list[str]) -> str:
-    """`text` with a reference to an earlier-named medicine replaced by its name; unchanged when
-    it names a medicine itself, refers to none, or nothing earlier fits."""
+def resolve(text: str, topic: list[str]) -> str:
+    """`text` with a reference to a medicine of the conversation's current `topic` (its opening
+    question and latest follow-up, as read) replaced by its name; unchanged when it names a
+    medicine itself, refers to none, or the topic names none: after "what is clozapine?" and then
+    "how are depot injections given?", "does it hurt?" is about the injection, not clozapine."""
     if MEDICINE.search(text):
         return text
-    named = named_medicines(earlier[-3:])  # a reference reaches back a few turns, not the whole chat
+    named = named_medicines(topic)
     if not named:
         return text
     if (match := _OTHER.search(text)) and len(named) >= 2:
