@@ -120,6 +120,18 @@ def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_b
 
 
 @pytest.mark.slow
+def test_a_lead_that_leans_back_twice_comes_after_what_it_leans_on(embedder, knowledge_base):
+    """"It can be long-lasting" leans on "It causes movements…", which leans on the definition:
+    all three read in the source's order, the definition first."""
+    source = knowledge_base.get("S12")
+    side_effects = SourceText(id=source.id, title=source.title, text=source.body)
+    answer = compose_extractive_answer(["can it be long lasting?"], [side_effects], embedder.encode)
+    first, second, third = split_sentences(answer)[:3]
+    assert first.startswith("Tardive dyskinesia is") and second.startswith("It causes movements"), answer
+    assert third.startswith("It can be long-lasting"), answer
+
+
+@pytest.mark.slow
 def test_the_list_the_lead_introduces_goes_with_it(embedder, knowledge_base):
     """"NMS is a rare but serious reaction. Signs include: …": the signs are what the definition
     goes on to say, though the list's lead-in ("Signs include") matches the question poorly."""

@@ -222,8 +222,13 @@ def compose_extractive_answer(
     if not picked:
         return reply("verification_reminder")
     best = max(picked, key=lambda p: p.score)
-    ahead = [p for p in picked if p.source_id == best.source_id and p.position == best.position - 1
-             and _DANGLING.match(best.text)]
+    # What the lead leans on goes before it, back to the sentence that names what "it" is
+    # ("Tardive dyskinesia is… It causes… It can be long-lasting…").
+    at = {p.position: p for p in picked if p.source_id == best.source_id}
+    ahead: list[Picked] = []
+    while _DANGLING.match((ahead[0] if ahead else best).text) and (
+            before := at.get((ahead[0] if ahead else best).position - 1)):
+        ahead.insert(0, before)
     order = [best.source_id, *(doc.id for doc in sources if doc.id != best.source_id)]
     paragraphs: list[str] = []
     for source_id in order:
