@@ -100,3 +100,21 @@ def test_kb_check_names_a_suggested_question_that_does_not_find_its_own_source(t
     assert result.exit_code == 0, result.output
     warned = [line for line in result.output.splitlines() if line.startswith("question ")]
     assert len(warned) == 1 and "S11: 'Does schizophrenia mean a split personality?' finds" in warned[0]
+
+
+@pytest.mark.slow
+def test_the_card_for_the_kind_of_request_wins_over_a_longer_phrasing_it_only_partly_says(embedder, knowledge_base):
+    """A bare request to stop is close to the side-effects card's "should I stop my meds because
+    of the side effects?", but says less than it: the card for stopping answers it. A question
+    that says all of a card's own phrasing gets that card, whatever the kind read."""
+    from app.core.config import Retrieval
+    from app.retrieval.cards import CardMatcher
+
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    settings = Retrieval()
+    bare = matcher.match("should i stop my meds?", settings, own_case=True, request="stop_or_reduce")
+    assert bare is not None and "stop_or_reduce" in bare.card.requests, bare
+    phrasing = next(q for card in knowledge_base.cards if "side_effect_decision" in card.requests
+                    for q in card.questions if "side effect" in q.lower())
+    said_in_full = matcher.match(phrasing, settings, own_case=True, request="stop_or_reduce")
+    assert said_in_full is not None and "side_effect_decision" in said_in_full.card.requests, said_in_full

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.core.config import Retrieval
+from app.core.text import content_stems
 from app.kb.cards import AnswerCard
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -46,7 +47,7 @@ class CardMatcher:
         general = self._closest(similarities, settings)
         boundary = None
         if own_case:
-            boundary = (self._requested(similarities, request, settings)
+            boundary = (self._requested(question, similarities, request, settings)
                         or self._closest(similarities, settings, boundary_only=True))
         if boundary is None:
             return general
@@ -68,18 +69,22 @@ class CardMatcher:
             return None
         return CardMatch(self._owners[best], float(similarities[best]), self._phrasings[best], confident=True)
 
-    def _requested(self, similarities: np.ndarray, request: str, settings: Retrieval) -> CardMatch | None:
+    def _requested(self, question: str, similarities: np.ndarray, request: str,
+                   settings: Retrieval) -> CardMatch | None:
         """The closest of the boundary cards that answer this kind of request. The screen's reading
         of the request, learned from hundreds of them, says what is asked better than the nearest
         of a few phrasings, which the topic's words sway ("mum has schizophrenia … she spat her
-        tablet out" is near "my mum has schizophrenia, will I get it?"). Not when another card's
-        own phrasing is said almost word for word (`card_threshold`), nor for a kind no card lists."""
+        tablet out" is near "my mum has schizophrenia, will I get it?"). Not when the question says
+        all of another card's own phrasing almost word for word (`card_threshold`, and every
+        content word of the phrasing: "should I stop my meds?" is close to, but says less than,
+        "should I stop my meds because of the side effects?"), nor for a kind no card lists."""
         serving = [i for i, owner in enumerate(self._owners) if request and request in owner.requests]
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
         verbatim = int(np.argmax(similarities))
-        if similarities[verbatim] >= settings.card_threshold and self._owners[verbatim] is not self._owners[best]:
+        if similarities[verbatim] >= settings.card_threshold and self._owners[verbatim] is not self._owners[best] \
+                and content_stems(self._phrasings[verbatim]) <= content_stems(question):
             return None
         if similarities[best] < settings.boundary_card_floor:
             return None
