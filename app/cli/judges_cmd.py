@@ -46,19 +46,35 @@ def list_judges() -> None:
 @friendly_errors
 def train_judges(
     out: Annotated[Path | None, typer.Option(help="Folder for the artefacts (default: the package's own).")] = None,
+    if_needed: Annotated[bool, typer.Option(
+        "--if-needed", help="Only the checks not built yet, built for other features or on other data "
+                            "(what make runs before the app and the tests).")] = False,
 ) -> None:
     """Fit every learned check on the train splits and write its artefact and model card."""
-    from app.core.embeddings import Embedder
     from judges.local import artefacts, role_model, screen_model
 
     folder = out or artefacts.ARTEFACTS_DIR
+    wanted = []
+    for module in (screen_model, role_model):
+        why = artefacts.why_retrain(module.NAME, feature_version=module.FEATURE_VERSION,
+                                    current_hash=module.current_hash(), folder=folder)
+        if why or not if_needed:
+            wanted.append(module)
+            if why:
+                console.print(f"[bold]{escape(module.NAME)}[/]: {escape(why)}; training it (seeded)")
+    if not wanted:
+        console.print(f"[dim]the learned checks in {escape(str(folder))} are up to date[/]")
+        return
+    from app.core.embeddings import Embedder
+
     embedder = Embedder()
 
     def encode(texts: list[str]):
         return embedder.encode(list(texts))
 
-    for card in (screen_model.train(encode, embedder.name, folder),
-                 role_model.fit_and_save(encode, embedder.name, folder)):
+    for module in wanted:
+        card = (screen_model.train(encode, embedder.name, folder) if module is screen_model
+                else role_model.fit_and_save(encode, embedder.name, folder))
         console.print(f"[bold]{escape(card.name)}[/]: {escape(str(card.split_sizes))}")
         for variant, metrics in card.dev_metrics.items():
             summary = {k: v for k, v in metrics.items() if k != "per_category"}

@@ -1,5 +1,6 @@
-"""Learned checks ship as artefacts: fitted once by `cafbot judges train` (`make train`), loaded at
-run time, never trained there.
+"""Learned checks are built artefacts: fitted by `cafbot judges train` (run by `make` when one is
+missing or stale, `make train` to force it), loaded at run time, never trained there. They are
+not kept in git: training is seeded, so a checkout rebuilds the same models and figures.
 
 Each artefact is two files in judges/local/artefacts/: `NAME.joblib` (the fitted model) and
 `NAME.card.json` (its model card: what it was trained on, how it did on a dev split it never saw,
@@ -23,7 +24,7 @@ from app.core.errors import ConfigError
 from app.core.records import Record
 
 ARTEFACTS_DIR = Path(__file__).with_name("artefacts")
-RETRAIN = "run `make train` (or `cafbot judges train`) and commit the artefacts"
+RETRAIN = "run `make artefacts` (or `cafbot judges train --if-needed`)"
 
 
 class ArtefactError(ConfigError):
@@ -65,19 +66,31 @@ def load(name: str, *, feature_version: int, current_hash: str | None,
          folder: Path = ARTEFACTS_DIR) -> tuple[Any, ModelCard]:
     """The model and its card. `current_hash`: the hash of the training data as it is now, or None
     when the data is not here to compare (an installed wheel ships the artefact, not the data)."""
-    model_path, card_path = folder / f"{name}.joblib", folder / f"{name}.card.json"
-    if not model_path.is_file() or not card_path.is_file():
-        raise ArtefactError(f"{model_path}: the learned check {name!r} is missing; {RETRAIN}")
+    model_path = folder / f"{name}.joblib"
+    if problem := why_retrain(name, feature_version=feature_version, current_hash=current_hash, folder=folder):
+        raise ArtefactError(f"{model_path}: {problem}; {RETRAIN}")
+    card = ModelCard.model_validate_json((folder / f"{name}.card.json").read_text(encoding="utf-8"))
     try:
-        card = ModelCard.model_validate_json(card_path.read_text(encoding="utf-8"))
         model = joblib.load(model_path)
     except Exception as error:  # any unreadable artefact is the same problem with the same fix
         raise ArtefactError(f"{model_path}: cannot load the learned check {name!r} ({error}); {RETRAIN}") from error
+    return model, card
+
+
+def why_retrain(name: str, *, feature_version: int, current_hash: str | None,
+                folder: Path = ARTEFACTS_DIR) -> str | None:
+    """Why the artefact cannot be used as it is (missing, unreadable card, built for other features,
+    trained on other data), or None; read from its card alone, so asking is cheap."""
+    model_path, card_path = folder / f"{name}.joblib", folder / f"{name}.card.json"
+    if not model_path.is_file() or not card_path.is_file():
+        return f"the learned check {name!r} is not built yet"
+    try:
+        card = ModelCard.model_validate_json(card_path.read_text(encoding="utf-8"))
+    except Exception as error:
+        return f"its model card is unreadable ({error})"
     if card.feature_version != feature_version:
-        raise ArtefactError(f"{model_path}: built for features v{card.feature_version}, the code reads "
-                            f"v{feature_version}; {RETRAIN}")
+        return f"built for features v{card.feature_version}, the code reads v{feature_version}"
     if current_hash is not None and current_hash != card.data_hash:
         folders = sorted({str(Path(f).parent) for f in card.data_files})
-        raise ArtefactError(f"{model_path}: stale, its training data ({', '.join(folders)}) changed "
-                            f"after it was trained; {RETRAIN}")
-    return model, card
+        return f"stale, its training data ({', '.join(folders)}) changed after it was trained"
+    return None
