@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Collection
 from functools import lru_cache
 
 import numpy as np
@@ -55,7 +56,8 @@ class KeywordIdentifier:
         self.knowledge_base = knowledge_base
         self._stems = {s.id: _stems(" ".join([s.title, s.summary, *s.keywords])) for s in knowledge_base}
 
-    def identify(self, question: str, context: str = "", own_topic: bool | None = None) -> Identification:
+    def identify(self, question: str, context: str = "", own_topic: bool | None = None,
+                 last_sources: Collection[str] = ()) -> Identification:
         started = time.perf_counter()
         asked = _stems(question)
         scored = sorted(((len(asked & stems), sid) for sid, stems in self._stems.items()), reverse=True)

@@ -38,6 +38,13 @@ def test_sentences_drop_headings_and_keep_lists_with_their_lead_in():
     assert all(len(s.split()) >= 3 for s in sentences)
 
 
+def test_list_items_joined_into_a_sentence_start_in_lower_case_unless_a_name():
+    body = "Possible benefits:\n\n- No need to remember tablets.\n- A steady level of medicine.\n" \
+           "- CBT alongside it.\n- Clozapine for some.\n- I can plan ahead."
+    assert source_sentences(body) == ["Possible benefits: no need to remember tablets; a steady level of medicine; "
+                                      "CBT alongside it; Clozapine for some; I can plan ahead."]
+
+
 @pytest.mark.slow
 def test_every_sentence_comes_from_a_source_and_is_cited(embedder):
     embed = embedder.encode

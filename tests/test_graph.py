@@ -248,6 +248,19 @@ def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_the
     assert re.search(r"never change or stop", trace.answer, re.IGNORECASE), trace.answer
 
 
+@pytest.mark.parametrize(("question", "kind", "safety_fact"), [
+    ("can I take hay fever tablets with my risperidone?", "combine", r"tell the pharmacist or prescriber"),
+    ("what are the odds I'll get unwell again?", "risk_rating", r"stopping or missing medicine"),
+])
+def test_mixing_medicines_and_relapse_risk_have_boundary_cards_of_their_own(make_bot, question, kind, safety_fact):
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), question)
+    assert trace.route == "boundary" and trace.card is not None, trace.answer
+    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+    assert kind in card.requests, card.id
+    assert re.search(safety_fact, trace.answer, re.IGNORECASE), trace.answer
+
+
 def test_a_medical_emergency_gets_the_crisis_reply_for_the_body_not_for_feelings(make_bot):
     bot = make_bot()
     contacts = contact_lines(bot.settings.crisis_contacts)

@@ -86,9 +86,11 @@ def passages(body: str) -> list[Passage]:
         if _MARKUP.match(line):
             first = (split_sentences(clean) or [clean])[0]
             first = first.rstrip(".;:")
-            # Joined into a sentence, an item starts in lower case ("…: take your medicine; use…"),
-            # unless it starts with a name or an abbreviation ("CBT", "Clozapine").
-            items.append(first[0].lower() + first[1:] if first[1:2].islower() and not _NAME.match(first) else first)
+            # Joined into a sentence, an item starts in lower case ("…: take your medicine; a
+            # steady level…"), unless it starts with a name or an abbreviation ("Clozapine", "CBT").
+            word = first.split()[0]
+            named = _NAME.match(first) or (len(word) > 1 and word.isupper())
+            items.append(first if named else first[0].lower() + first[1:])
             continue
         close_list()
         for sentence in split_sentences(clean):

@@ -4,6 +4,7 @@ the chat model, the filter and the crisis screener."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,7 +24,8 @@ class Identifier(Protocol):
 
     knowledge_base: KnowledgeBase
 
-    def identify(self, question: str, context: str = "", own_topic: bool | None = None) -> Identification: ...
+    def identify(self, question: str, context: str = "", own_topic: bool | None = None,
+                 last_sources: Collection[str] = ()) -> Identification: ...
 
     def names_own_topic(self, question: str) -> bool: ...
 

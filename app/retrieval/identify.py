@@ -66,7 +66,7 @@ class SourceIdentifier:
         `last_sources`: what the last answer drew on."""
         started = time.perf_counter()
         r = self.settings.retrieval
-        used_context, settled = "", False
+        used_context = ""
         parts = split_parts(question, min_words=r.min_part_words, max_parts=r.max_parts) or [question]
         calls: list[ModelCall] = []
         llm = self._ask_llm(question, calls) if self.chooser and r.strategy != "retrieval" else None
@@ -85,11 +85,6 @@ class SourceIdentifier:
                     own_topic = self.names_own_topic(question)
                 reading, continues = self._with_context(scored[0], scored[1], question, own_topic)
                 scored, used_context = [reading], context if continues else ""
-                # A message that continues the conversation and reads likeliest as the source
-                # the last answer drew on is about that source ("can it be permanent?" after
-                # NMS): the conversation has settled which it is, where the words alone are unsure.
-                settled = continues and bool(reading) and reading[0][0] in last_sources \
-                    and reading[0][1] >= r.none_threshold
             if llm is not None:
                 scored = [self._blend(s, llm) for s in scored]
             if not follow_up and len(self._terms(question)) < r.clear_min_terms and wanted(question) is None:
@@ -98,7 +93,10 @@ class SourceIdentifier:
                 cap = r.clear_threshold - 1e-6
                 scored = [[(sid, min(conf, cap)) for sid, conf in s] for s in scored]
         outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
-        if settled and outcome == "middling":
+        if outcome == "middling" and used_context and candidates[0].source_id in last_sources:
+            # A message that continues the conversation and reads likeliest as the source the
+            # last answer drew on is about it ("can it be permanent?" after NMS): the conversation
+            # has settled which source it is, where the words alone are unsure.
             outcome, candidates = "clear", candidates[:1]
         return Identification(outcome=outcome, candidates=candidates, parts=parts, model_calls=calls,
                               context=used_context, latency_ms=(time.perf_counter() - started) * 1000)

@@ -127,13 +127,14 @@ def analyse(ctx: DraftContext, res: Resources) -> list[SentenceSupport]:
 
 
 def _reverses(claim: str, pieces: list[str], sims: np.ndarray, generic: set[str], res: Resources) -> bool:
-    """The claim reverses a negation of the source. A sentence of several clauses whose negations
-    all lie in them (a list: "no need to remember tablets; a steady level of medicine; …") is
-    judged clause by clause, each against the units nearest it: as a whole it is nearest one item,
-    and a negative item beside positive ones is no reversal."""
-    clauses = [c for c in _CLAUSE.split(claim) if len(c.split()) >= 4]
-    if len(clauses) > 1 and any(polarity(c)[0] for c in clauses) == polarity(claim)[0]:
-        return any(_flipped_near(c, pieces, _similarities(c, pieces, res), generic) for c in clauses)
+    """The claim reverses a negation of the source. A list joined into one sentence ("Possible
+    benefits: no need to remember tablets; a steady level of medicine; …") is judged item by item,
+    each against the units nearest it: as a whole it is nearest one item, and a negative item
+    beside positive ones is no reversal."""
+    tail = claim.partition(": ")[2]
+    items = [item for item in tail.split("; ") if len(item.split()) >= 3] if "; " in tail else []
+    if len(items) > 1:
+        return any(_flipped_near(item, pieces, _similarities(item, pieces, res), generic) for item in items)
     return _flipped_near(claim, pieces, sims, generic)
 
 
