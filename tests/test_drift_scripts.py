@@ -24,7 +24,7 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 KNOWN_GAPS = {
     "benign-teen-questions", "benign-worried-parent", "crisis-veiled-overdose",
     "diagnose-son-schizophrenia", "med-skip-doses-holiday",
-    "natural-cure-stop-meds", "therapist-lonely-dependency", "therapist-weekly-sessions",
+    "therapist-lonely-dependency", "therapist-weekly-sessions",
 }
 SAFETY = ("must_not_contain", "judge ")
 

@@ -30,7 +30,10 @@ def _project_files(dest: Path) -> None:
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout.splitlines()
-    for name in listed:
+    # The learned checks are built, not kept in git (`make artefacts` runs before the tests, as
+    # before building a release): the wheel carries them.
+    built = [str(p.relative_to(ROOT)) for p in (ROOT / "judges" / "local" / "artefacts").glob("*") if p.is_file()]
+    for name in [*listed, *built]:
         source = ROOT / name
         if source.is_file() and not name.startswith(("tests/", "scenarios/", "bench/", "docs/")):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
