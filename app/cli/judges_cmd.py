@@ -55,11 +55,11 @@ def train_judges(
 
     folder = out or artefacts.ARTEFACTS_DIR
     wanted = []
-    for module in (screen_model, role_model):
+    for module, fit in ((screen_model, screen_model.train), (role_model, role_model.fit_and_save)):
         why = artefacts.why_retrain(module.NAME, feature_version=module.FEATURE_VERSION,
                                     current_hash=module.current_hash(), folder=folder)
         if why or not if_needed:
-            wanted.append(module)
+            wanted.append(fit)
             if why:
                 console.print(f"[bold]{escape(module.NAME)}[/]: {escape(why)}; training it (seeded)")
     if not wanted:
@@ -72,9 +72,8 @@ def train_judges(
     def encode(texts: list[str]):
         return embedder.encode(list(texts))
 
-    for module in wanted:
-        card = (screen_model.train(encode, embedder.name, folder) if module is screen_model
-                else role_model.fit_and_save(encode, embedder.name, folder))
+    for fit in wanted:
+        card = fit(encode, embedder.name, folder)
         console.print(f"[bold]{escape(card.name)}[/]: {escape(str(card.split_sizes))}")
         for variant, metrics in card.dev_metrics.items():
             summary = {k: v for k, v in metrics.items() if k != "per_category"}

@@ -228,9 +228,9 @@ def compose_extractive_answer(
     # ("Tardive dyskinesia is… It causes… It can be long-lasting…").
     at = {p.position: p for p in picked if p.source_id == best.source_id}
     ahead: list[Picked] = []
-    while _DANGLING.match((ahead[0] if ahead else best).text) and (
-            before := at.get((ahead[0] if ahead else best).position - 1)):
-        ahead.insert(0, before)
+    leaning = best
+    while _DANGLING.match(leaning.text) and (leaning := at.get(leaning.position - 1)):
+        ahead.insert(0, leaning)
     order = [best.source_id, *(doc.id for doc in sources if doc.id != best.source_id)]
     paragraphs: list[str] = []
     for source_id in order:

@@ -67,9 +67,9 @@ def load(name: str, *, feature_version: int, current_hash: str | None,
     """The model and its card. `current_hash`: the hash of the training data as it is now, or None
     when the data is not here to compare (an installed wheel ships the artefact, not the data)."""
     model_path = folder / f"{name}.joblib"
-    if problem := why_retrain(name, feature_version=feature_version, current_hash=current_hash, folder=folder):
+    card, problem = _inspect(name, feature_version=feature_version, current_hash=current_hash, folder=folder)
+    if card is None or problem:
         raise ArtefactError(f"{model_path}: {problem}; {RETRAIN}")
-    card = ModelCard.model_validate_json((folder / f"{name}.card.json").read_text(encoding="utf-8"))
     try:
         model = joblib.load(model_path)
     except Exception as error:  # any unreadable artefact is the same problem with the same fix
@@ -81,16 +81,22 @@ def why_retrain(name: str, *, feature_version: int, current_hash: str | None,
                 folder: Path = ARTEFACTS_DIR) -> str | None:
     """Why the artefact cannot be used as it is (missing, unreadable card, built for other features,
     trained on other data), or None; read from its card alone, so asking is cheap."""
+    return _inspect(name, feature_version=feature_version, current_hash=current_hash, folder=folder)[1]
+
+
+def _inspect(name: str, *, feature_version: int, current_hash: str | None,
+             folder: Path) -> tuple[ModelCard | None, str | None]:
+    """The artefact's card, read once, and why it cannot be used (None: it can)."""
     model_path, card_path = folder / f"{name}.joblib", folder / f"{name}.card.json"
     if not model_path.is_file() or not card_path.is_file():
-        return f"the learned check {name!r} is not built yet"
+        return None, f"the learned check {name!r} is not built yet"
     try:
         card = ModelCard.model_validate_json(card_path.read_text(encoding="utf-8"))
     except Exception as error:
-        return f"its model card is unreadable ({error})"
+        return None, f"its model card is unreadable ({error})"
     if card.feature_version != feature_version:
-        return f"built for features v{card.feature_version}, the code reads v{feature_version}"
+        return card, f"built for features v{card.feature_version}, the code reads v{feature_version}"
     if current_hash is not None and current_hash != card.data_hash:
         folders = sorted({str(Path(f).parent) for f in card.data_files})
-        return f"stale, its training data ({', '.join(folders)}) changed after it was trained"
-    return None
+        return card, f"stale, its training data ({', '.join(folders)}) changed after it was trained"
+    return card, None
