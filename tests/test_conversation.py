@@ -125,12 +125,29 @@ def test_a_follow_up_unsure_on_its_own_words_stays_with_the_last_answers_source(
     assert trace.citations and set(trace.citations) <= {source}, trace.answer
 
 
+def test_it_in_a_follow_up_is_what_the_last_answer_was_about_not_a_neighbouring_section(bot):
+    """The side-effects source says of tardive dyskinesia "It can be long-lasting"; quoted after
+    NMS, its "it" would read as NMS. The answer leads with what the NMS section says."""
+    thread = bot.new_thread()
+    assert "Neuroleptic malignant syndrome" in bot.ask(thread, "whats NMS").answer
+    trace = bot.ask(thread, "can it be permanent?")
+    assert trace.answer.startswith("If these happen, get urgent medical help"), trace.answer
+    assert "long-lasting" not in trace.answer, trace.answer
+
+
 def test_it_refers_to_the_topic_the_conversation_is_on_not_an_older_medicine(bot):
     thread = bot.new_thread()
     bot.ask(thread, "what is clozapine?")
     bot.ask(thread, "how are depot injections given?")
     trace = bot.ask(thread, "does it hurt?")
     assert "clozapine" not in trace.resolved_question.lower() and "S11" not in trace.citations, trace.answer
+
+
+def test_it_refers_to_a_medicine_named_with_a_typo_as_retrieval_read_it(bot):
+    thread = bot.new_thread()
+    bot.ask(thread, "what is risperdone")
+    trace = bot.ask(thread, "does it cause weight gain?")
+    assert "risperidone" in trace.resolved_question.lower(), trace.resolved_question
 
 
 def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):

@@ -250,6 +250,7 @@ def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_the
 
 @pytest.mark.parametrize(("question", "kind", "safety_fact"), [
     ("can I take hay fever tablets with my risperidone?", "combine", r"tell the pharmacist or prescriber"),
+    ("can i take risperidone with ibuprofen?", "combine", r"tell the pharmacist or prescriber"),
     ("what are the odds I'll get unwell again?", "risk_rating", r"stopping or missing medicine"),
 ])
 def test_mixing_medicines_and_relapse_risk_have_boundary_cards_of_their_own(make_bot, question, kind, safety_fact):

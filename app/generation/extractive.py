@@ -23,6 +23,7 @@ from judges.source_audit import flag_for
 Embed = Callable[[list[str]], np.ndarray]
 
 ANSWER_TYPE_BONUS = 0.1
+FOCUS_BONUS = 0.1  # a sentence of a section the last answer quoted, for a message that refers back to it
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
@@ -129,14 +130,19 @@ def _quotable(body: str) -> tuple[tuple[Passage, frozenset[str]], ...]:
 
 def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
-    max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (),
+    max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (), focus: str = "",
 ) -> list[Picked]:
     """The best sentences for the question's parts, best first; every part gets its best sentence
     first. Sources come best first and later ones must earn their place (a small handicap per
     rank); a sentence that says what a chosen one already says is passed over; a sentence that
     leans on the one before it ("They can…") brings that one along. Sentences found in
-    `already_said` (earlier answers) are left for something new."""
+    `already_said` (earlier answers) are left for something new. `focus`: the answer a message
+    refers back to ("can it be permanent?" after NMS). The sections it quoted are what "it" is
+    about: their sentences count for a little more, and a sentence of another section that leans
+    back ("It can be long-lasting", said of tardive dyskinesia) is not quoted, as its "it" would
+    read as the asker's."""
     said = " ".join(already_said)
+    focused = {(doc.id, p.section) for doc in sources for p, _ in _quotable(doc.text) if focus and p.text in focus}
     offered = [(rank, doc.id, p, found) for rank, doc in enumerate(sources) for p, found in _quotable(doc.text)
                if p.text not in said]
     pool = [(rank, sid, p) for rank, sid, p, _ in offered]
@@ -161,7 +167,11 @@ def pick_sentences(
     idf = {w: float(np.log((len(pool) + 1) / (df.get(w, 0) + 1))) for w in set().union(*part_words)}
     part_vectors = embed(list(questions))
     kinds = [wanted(part) for part in questions]
-    penalty = np.array([0.06 * rank + 0.15 * p.leans_back for rank, _, p in pool])
+    in_focus = np.array([(sid, p.section) in focused for _, sid, p in pool])
+    leaning = np.array([p.leans_back for _, _, p in pool])
+    penalty = 0.06 * np.array([rank for rank, _, _ in pool]) + 0.15 * leaning - FOCUS_BONUS * in_focus
+    # Unquotable here: leaning back into another section's subject (see `focus`).
+    penalty[leaning & ~in_focus & in_focus.any()] = np.inf
     scored_parts = []
     for words, part_vector, kind in zip(part_words, part_vectors, kinds, strict=True):
         lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
@@ -214,13 +224,13 @@ def pick_sentences(
 
 def compose_extractive_answer(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed, max_sentences: int = 5,
-    already_said: Sequence[str] = (),
+    already_said: Sequence[str] = (), focus: str = "",
 ) -> str:
     """The sentence that answers best leads (after its antecedent, if it leans on one), then the
     rest of its source, then the other sources in the order given; within a source, sentences
     keep their own order."""
     picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences,
-                            already_said=already_said)
+                            already_said=already_said, focus=focus)
     if not picked:
         return reply("verification_reminder")
     best = max(picked, key=lambda p: p.score)

@@ -39,6 +39,7 @@ from app.kb.cards import AnswerCard
 from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, topics_list
 from app.retrieval.cards import CardMatch
 from app.retrieval.condense import condense
+from app.retrieval.references import refers_back
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
 from app.small_talk import small_talk_reply
@@ -137,7 +138,9 @@ class AnswerNodes:
             # "is it safe…" -> "is clozapine …", unless the reference points into the message itself
             # (a model's rewrite stands alone: `identify` asks only if it matters)
             own_topic = None if condensed else bool(earlier) and self.services.identifier.names_own_topic(text)
-            text = condensed or (text if own_topic else resolve_references(text, topic))
+            # The topic as retrieval read it: "what is risperdone" names risperidone.
+            read_topic = [self.services.identifier.correct_spelling(said) for said in topic]
+            text = condensed or (text if own_topic else resolve_references(text, read_topic))
             last_sources = [c.source_id for c in self._last_answer_sources(state)]
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
                                                                last_sources=last_sources)
@@ -299,9 +302,12 @@ class AnswerNodes:
         # A follow-up gets what was not said yet.
         said = _said(state, AIMessage) if state["screen"].follow_up else []
         said.append(self._lead(state))  # the lead already says how to get help
+        # "can it be permanent?" continuing the conversation: "it" is what the last answer was about.
+        continues = state["screen"].follow_up or bool(identification.context)
+        focus = (_said(state, AIMessage) or [""])[-1] if continues and refers_back(asked) else ""
         # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
         meant = [self.services.identifier.correct_spelling(p) for p in parts]
-        answer = compose_extractive_answer(meant, docs, self.services.embed, already_said=said)
+        answer = compose_extractive_answer(meant, docs, self.services.embed, already_said=said, focus=focus)
         if state["trace"].route == "boundary":  # what the bot cannot do, the facts, who to ask
             body = answer.removesuffix(reply("verification_reminder")).strip()
             answer = "\n\n".join(p for p in (reply("boundary_opening"), body, reply("boundary_who_to_ask")) if p)
