@@ -150,6 +150,12 @@ def test_the_list_the_lead_introduces_goes_with_it(embedder, knowledge_base):
     assert following.startswith("Signs include: high temperature (fever); very stiff muscles"), answer
 
 
+def test_a_question_about_one_item_of_a_list_finds_the_list(embedder):
+    """The list's lead-in ("Good habits often help") says little; its items say what it offers."""
+    answer = compose_extractive_answer(["should I stop drinking coffee in the afternoon?"], [SLEEP], embedder.encode)
+    assert split_sentences(answer)[0].startswith("Good habits often help: going to bed"), answer
+
+
 def test_rare_question_words_weigh_more_than_common_ones():
     """A sentence naming the medicine asked about beats one that shares only everyday words."""
     pills = SourceText(id="S90", title="Medicines", text=(

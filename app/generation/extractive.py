@@ -40,6 +40,7 @@ class Passage:
     text: str
     section: str
     position: int
+    items: tuple[str, ...] = ()  # a joined list's items, each as its lead-in introduces it
 
     @property
     def leans_back(self) -> bool:
@@ -67,13 +68,14 @@ def passages(body: str) -> list[Passage]:
     found: list[Passage] = []
     section, lead_in, items = "", None, []
 
-    def add(text: str) -> None:
-        found.append(Passage(text, section, len(found)))
+    def add(text: str, listed: tuple[str, ...] = ()) -> None:
+        found.append(Passage(text, section, len(found), listed))
 
     def close_list() -> None:
         nonlocal lead_in, items
         if items and (lead_in or section):
-            add(f"{lead_in or section + ':'} {'; '.join(items)}.")
+            head = lead_in or section + ":"
+            add(f"{head} {'; '.join(items)}.", tuple(f"{head} {item}." for item in items))
         lead_in, items = None, []
 
     for line in body.splitlines():
@@ -106,6 +108,17 @@ def passages(body: str) -> list[Passage]:
 
 def source_sentences(body: str) -> list[str]:
     return [p.text for p in passages(body)]
+
+
+def _embedded(passage: Passage) -> str:
+    """What a passage is scored by: a joined list by its lead-in, as the items would dilute its
+    meaning (each item is scored too, see `pick_sentences`)."""
+    return passage.text.split(": ", 1)[0] if passage.is_list else passage.text
+
+
+def embedded_texts(body: str) -> list[str]:
+    """Every text the generator embeds for a source, for warming the embedding cache."""
+    return [text for p in passages(body) for text in (_embedded(p), *p.items)]
 
 
 def _content_words(text: str) -> set[str]:
@@ -149,8 +162,7 @@ def pick_sentences(
     sentence_words = [found for *_, found in offered]
     if not pool:
         return []
-    # A joined list is scored by its lead-in: the items would dilute its meaning.
-    vectors = embed([p.text.split(": ", 1)[0] if p.is_list else p.text for _, _, p in pool])
+    vectors = embed([_embedded(p) for _, _, p in pool])
     said_sentences = [strip_citations(s) for s in split_sentences(said)]
     if said_sentences:  # said before in other words (a card's version of the sentence) counts too
         fresh = np.max(vectors @ embed(said_sentences).T, axis=1) <= 0.85
@@ -172,13 +184,19 @@ def pick_sentences(
     penalty = 0.06 * np.array([rank for rank, _, _ in pool]) + 0.15 * leaning - FOCUS_BONUS * in_focus
     # Unquotable here: leaning back into another section's subject (see `focus`).
     penalty[leaning & ~in_focus & in_focus.any()] = np.inf
+    # A list is also as close as its closest item, with its lead-in ("does it make you sleepy?"
+    # is answered by "Common side effects: …; drowsiness: feeling sleepy…; …").
+    listed = [(i, embed(list(p.items))) for i, (_, _, p) in enumerate(pool) if p.is_list and p.items]
     scored_parts = []
     for words, part_vector, kind in zip(part_words, part_vectors, kinds, strict=True):
+        similarity = vectors @ part_vector
+        for i, item_vectors in listed:
+            similarity[i] = max(similarity[i], float(np.max(item_vectors @ part_vector)))
         lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.
         typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in pool], dtype=float)
-        scored_parts.append(vectors @ part_vector + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty)
+        scored_parts.append(similarity + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty)
     combined = np.max(np.vstack(scored_parts), axis=0)
     # Far below the best answer: not worth quoting (the answer-type bonus orders, it does not cut).
     floor = float(combined.max()) - 0.25 - ANSWER_TYPE_BONUS * any(kinds)

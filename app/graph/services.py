@@ -79,10 +79,10 @@ class Services:
     def warm_up(self) -> None:
         """Embed every source sentence and ready the local checks, so that the first answers of a
         long-running session (the REPL, the app) are as fast as the later ones."""
-        from app.generation.extractive import source_sentences
+        from app.generation.extractive import embedded_texts
 
         sources = list(self.identifier.knowledge_base)
-        self.embed([s for source in sources for s in source_sentences(source.body)])
+        self.embed([text for source in sources for text in embedded_texts(source.body)])
         self.resources.warm_up(SourceText.of(s) for s in sources)
 
     def source_text(self, source_id: str) -> SourceText | None:
