@@ -155,7 +155,8 @@ def pick_sentences(
     back ("It can be long-lasting", said of tardive dyskinesia) is not quoted, as its "it" would
     read as the asker's."""
     said = " ".join(already_said)
-    focused = {(doc.id, p.section) for doc in sources for p, _ in _quotable(doc.text) if focus and p.text in focus}
+    focused = {(doc.id, p.section) for doc in sources for p, _ in _quotable(doc.text) if p.text in focus} \
+        if focus else set()
     offered = [(rank, doc.id, p, found) for rank, doc in enumerate(sources) for p, found in _quotable(doc.text)
                if p.text not in said]
     pool = [(rank, sid, p) for rank, sid, p, _ in offered]
@@ -186,12 +187,15 @@ def pick_sentences(
     penalty[leaning & ~in_focus & in_focus.any()] = np.inf
     # A list is also as close as its closest item, with its lead-in ("does it make you sleepy?"
     # is answered by "Common side effects: …; drowsiness: feeling sleepy…; …").
-    listed = [(i, embed(list(p.items))) for i, (_, _, p) in enumerate(pool) if p.is_list and p.items]
+    lists = [i for i, (_, _, p) in enumerate(pool) if p.is_list and p.items]
+    item_texts = [item for i in lists for item in pool[i][2].items]
+    item_vectors = embed(item_texts) if item_texts else None
+    item_owners = np.repeat(lists, [len(pool[i][2].items) for i in lists]).astype(int)
     scored_parts = []
     for words, part_vector, kind in zip(part_words, part_vectors, kinds, strict=True):
         similarity = vectors @ part_vector
-        for i, item_vectors in listed:
-            similarity[i] = max(similarity[i], float(np.max(item_vectors @ part_vector)))
+        if item_vectors is not None:
+            np.maximum.at(similarity, item_owners, item_vectors @ part_vector)
         lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.
