@@ -135,6 +135,15 @@ def test_it_in_a_follow_up_is_what_the_last_answer_was_about_not_a_neighbouring_
     assert "long-lasting" not in trace.answer, trace.answer
 
 
+def test_a_follow_up_answered_by_what_the_last_answer_said_hears_it_again(bot):
+    """"It can be long-lasting" was said of tardive dyskinesia in passing; "can it be permanent?"
+    is answered with it, not with whatever the source had left."""
+    thread = bot.new_thread()
+    assert "long-lasting" in bot.ask(thread, "what's tardive dyskinesia").answer
+    trace = bot.ask(thread, "can it be permanent?")
+    assert trace.route == "answer" and "long-lasting" in trace.answer, trace.answer
+
+
 def test_it_refers_to_the_topic_the_conversation_is_on_not_an_older_medicine(bot):
     thread = bot.new_thread()
     bot.ask(thread, "what is clozapine?")

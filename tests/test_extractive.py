@@ -71,6 +71,31 @@ def test_what_was_already_said_in_other_words_is_not_said_again(embedder):
     assert citations_in(answer) == ["S22"]  # something new from the source still answers
 
 
+@pytest.mark.slow
+def test_what_an_earlier_answer_said_is_said_again_when_it_answers_a_new_question(embedder):
+    """"Tell me more" passes it over (above); a question of its own may need it again, though
+    something new that answers as well comes first."""
+    question = ["how long should bad sleep go on before I say something?"]
+    said = ["Tell your care team if poor sleep lasts more than a week or two. [S22]"]
+    answer = compose_extractive_answer(question, [SLEEP], embedder.encode, said_before=said)
+    assert split_sentences(answer)[0].startswith("Tell your care team if poor sleep lasts"), answer
+
+
+@pytest.mark.slow
+def test_the_sections_an_answer_said_in_other_words_are_its_focus(embedder, knowledge_base):
+    """A card rewrites its sources' sentences, so the answer "can it be permanent?" refers back to
+    quoted none of them literally; what it said is still what "it" is about: tardive dyskinesia's
+    "It can be long-lasting" is not quoted after a card's words on NMS."""
+    source = knowledge_base.get("S12")
+    side_effects = SourceText(id=source.id, title=source.title, text=source.body)
+    card = "NMS, or neuroleptic malignant syndrome, is a rare but serious reaction to antipsychotics. [S12]"
+    plain = compose_extractive_answer(["can it be permanent?"], [side_effects], embedder.encode)
+    assert "long-lasting" in plain, plain  # what the test guards against, without a focus
+    answer = compose_extractive_answer(["can it be permanent?"], [side_effects], embedder.encode,
+                                       said_before=[card], focus=card)
+    assert "long-lasting" not in answer, answer
+
+
 FAMILY = SourceText(id="S15", title="Family intervention", text="""# Family intervention
 Research shows that family intervention can reduce relapses and time spent in hospital.
 Family intervention, sometimes called family therapy, is a talking therapy for a person with psychosis and their family.

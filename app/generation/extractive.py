@@ -23,7 +23,9 @@ from judges.source_audit import flag_for
 Embed = Callable[[list[str]], np.ndarray]
 
 ANSWER_TYPE_BONUS = 0.1
-FOCUS_BONUS = 0.1  # a sentence of a section the last answer quoted, for a message that refers back to it
+FOCUS_BONUS = 0.1  # a sentence of a section the last answer drew on, for a message that refers back to it
+REPEAT_PENALTY = 0.1  # a sentence an earlier answer said, for a follow-up that asks something of its own
+SAME_MEANING = 0.85  # cosine similarity from which two sentences say the same thing
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
@@ -141,22 +143,32 @@ def _quotable(body: str) -> tuple[tuple[Passage, frozenset[str]], ...]:
     return tuple((p, frozenset(_content_words(p.text))) for p in passages(body) if flag_for(p.text) is None)
 
 
+def _says_again(vectors: np.ndarray, text: str, embed: Embed) -> np.ndarray:
+    """Which pooled sentences one of `text`'s sentences says again, maybe in other words."""
+    sentences = [strip_citations(s) for s in split_sentences(text)]
+    if not sentences or not len(vectors):
+        return np.zeros(len(vectors), dtype=bool)
+    return np.max(vectors @ embed(sentences).T, axis=1) > SAME_MEANING
+
+
 def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
-    max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (), focus: str = "",
+    max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (),
+    said_before: Sequence[str] = (), focus: str = "",
 ) -> list[Picked]:
     """The best sentences for the question's parts, best first; every part gets its best sentence
     first. Sources come best first and later ones must earn their place (a small handicap per
     rank); a sentence that says what a chosen one already says is passed over; a sentence that
     leans on the one before it ("They can…") brings that one along. Sentences found in
-    `already_said` (earlier answers) are left for something new. `focus`: the answer a message
-    refers back to ("can it be permanent?" after NMS). The sections it quoted are what "it" is
+    `already_said` (what "tell me more" has heard) is left for something new; `said_before`
+    (earlier answers, for a follow-up that asks something of its own) counts for a little less, as
+    the answer to "can it be permanent?" may be what the last answer said in passing. Either
+    counts a sentence said in other words (a card's version of it). `focus`: the answer a message
+    refers back to ("can it be permanent?" after NMS). The sections it drew on are what "it" is
     about: their sentences count for a little more, and a sentence of another section that leans
     back ("It can be long-lasting", said of tardive dyskinesia) is not quoted, as its "it" would
     read as the asker's."""
     said = " ".join(already_said)
-    focused = {(doc.id, p.section) for doc in sources for p, _ in _quotable(doc.text) if p.text in focus} \
-        if focus else set()
     offered = [(rank, doc.id, p, found) for rank, doc in enumerate(sources) for p, found in _quotable(doc.text)
                if p.text not in said]
     pool = [(rank, sid, p) for rank, sid, p, _ in offered]
@@ -164,13 +176,16 @@ def pick_sentences(
     if not pool:
         return []
     vectors = embed([_embedded(p) for _, _, p in pool])
-    said_sentences = [strip_citations(s) for s in split_sentences(said)]
-    if said_sentences:  # said before in other words (a card's version of the sentence) counts too
-        fresh = np.max(vectors @ embed(said_sentences).T, axis=1) <= 0.85
-        pool, vectors = [item for item, keep in zip(pool, fresh, strict=True) if keep], vectors[fresh]
-        sentence_words = [found for found, keep in zip(sentence_words, fresh, strict=True) if keep]
-        if not pool:
-            return []
+    focused = {(doc.id, p.section) for doc in sources for p, _ in _quotable(doc.text) if p.text in focus} \
+        | {(sid, p.section) for (_, sid, p), near in zip(pool, _says_again(vectors, focus, embed), strict=True)
+           if near} if focus else set()
+    fresh = ~_says_again(vectors, said, embed)
+    pool, vectors = [item for item, keep in zip(pool, fresh, strict=True) if keep], vectors[fresh]
+    sentence_words = [found for found, keep in zip(sentence_words, fresh, strict=True) if keep]
+    if not pool:
+        return []
+    before = " ".join(said_before)
+    repeated = np.array([p.text in before for _, _, p in pool], dtype=bool) | _says_again(vectors, before, embed)
     df: dict[str, int] = {}
     for found in sentence_words:
         for w in found:
@@ -182,7 +197,8 @@ def pick_sentences(
     kinds = [wanted(part) for part in questions]
     in_focus = np.array([(sid, p.section) in focused for _, sid, p in pool])
     leaning = np.array([p.leans_back for _, _, p in pool])
-    penalty = 0.06 * np.array([rank for rank, _, _ in pool]) + 0.15 * leaning - FOCUS_BONUS * in_focus
+    penalty = 0.06 * np.array([rank for rank, _, _ in pool]) + 0.15 * leaning - FOCUS_BONUS * in_focus \
+        + REPEAT_PENALTY * repeated
     # Unquotable here: leaning back into another section's subject (see `focus`).
     penalty[leaning & ~in_focus & in_focus.any()] = np.inf
     # A list is also as close as its closest item, with its lead-in ("does it make you sleepy?"
@@ -213,7 +229,7 @@ def pick_sentences(
         key = (source_id, passage.position)
         if key in chosen or (not forced and counts.get(source_id, 0) >= per_source):
             return
-        if not forced and any(float(vectors[index] @ vectors[index_of[k]]) > 0.85 for k in chosen):
+        if not forced and any(float(vectors[index] @ vectors[index_of[k]]) > SAME_MEANING for k in chosen):
             return  # says again what a chosen sentence says
         if passage.leans_back and (before := index_of.get((source_id, passage.position - 1))) is not None \
                 and pool[before][2].section == passage.section:
@@ -246,13 +262,13 @@ def pick_sentences(
 
 def compose_extractive_answer(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed, max_sentences: int = 5,
-    already_said: Sequence[str] = (), focus: str = "",
+    already_said: Sequence[str] = (), said_before: Sequence[str] = (), focus: str = "",
 ) -> str:
     """The sentence that answers best leads (after its antecedent, if it leans on one), then the
     rest of its source, then the other sources in the order given; within a source, sentences
     keep their own order."""
     picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences,
-                            already_said=already_said, focus=focus)
+                            already_said=already_said, said_before=said_before, focus=focus)
     if not picked:
         return reply("verification_reminder")
     best = max(picked, key=lambda p: p.score)

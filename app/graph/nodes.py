@@ -299,15 +299,18 @@ class AnswerNodes:
         found = [*chosen, *(c.source_id for c in identification.candidates)]
         usable = list(dict.fromkeys(sid for sid in found if sid in given))[:3]
         docs = [d for sid in usable if (d := self.services.source_text(sid))]
-        # A follow-up gets what was not said yet.
-        said = _said(state, AIMessage) if state["screen"].follow_up else []
-        said.append(self._lead(state))  # the lead already says how to get help
+        # "Tell me more" gets what was not said yet; a follow-up that asks something of its own
+        # ("can it be permanent?") may need again what the last answer said in passing.
+        earlier = _said(state, AIMessage) if state["screen"].follow_up else []
+        more = adds_no_topic(state["screen"].text)
+        said = [*(earlier if more else []), self._lead(state)]  # the lead already says how to get help
         # "can it be permanent?" continuing the conversation: "it" is what the last answer was about.
         continues = state["screen"].follow_up or bool(identification.context)
         focus = (_said(state, AIMessage) or [""])[-1] if continues and refers_back(asked) else ""
         # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
         meant = [self.services.identifier.correct_spelling(p) for p in parts]
-        answer = compose_extractive_answer(meant, docs, self.services.embed, already_said=said, focus=focus)
+        answer = compose_extractive_answer(meant, docs, self.services.embed, already_said=said,
+                                           said_before=[] if more else earlier, focus=focus)
         if state["trace"].route == "boundary":  # what the bot cannot do, the facts, who to ask
             body = answer.removesuffix(reply("verification_reminder")).strip()
             answer = "\n\n".join(p for p in (reply("boundary_opening"), body, reply("boundary_who_to_ask")) if p)
