@@ -134,11 +134,14 @@ def test_unclear_question_offers_choices_and_a_number_picks_one(make_bot):
     assert picked.identification.candidates[0].title == options[1]
 
 
-def test_unrelated_question_says_what_is_covered(make_bot):
+def test_unrelated_question_says_what_is_covered_and_who_else_can_help(make_bot):
+    """Travel jabs, benefit forms and visas are not the care team's to answer: the reply names
+    who is (a GP or pharmacist for health, an advice service for money and legal matters)."""
     bot = make_bot()
     trace = bot.ask(bot.new_thread(), "what's the best recipe for banana bread with walnuts")
     assert trace.route == "no_match"
     assert "doesn't cover" in trace.answer and "Clozapine" in trace.answer
+    assert "GP" in trace.answer and "pharmacist" in trace.answer and "advice service" in trace.answer
 
 
 def test_a_conversation_survives_a_restart(tmp_path, default_identifier, embedder):
