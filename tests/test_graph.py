@@ -36,9 +36,9 @@ def test_a_common_question_gets_its_vetted_card_offline_checked_like_any_draft(m
 
 def test_offline_answer_without_a_card_is_extractive_cited_and_reminds_to_check(make_bot):
     bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "What is cognitive remediation?")
+    trace = bot.ask(bot.new_thread(), "What is a mother and baby unit?")
     assert trace.route == "answer" and trace.generator == "extractive" and trace.card is None
-    assert "S16" in trace.citations
+    assert "S34" in trace.citations
     assert set(trace.citations) <= set(trace.prompt_sources)
     assert "care team" in trace.answer
     assert [n.node for n in trace.nodes] == ["screen_input", "identify_sources", "enhance_prompt",
@@ -348,7 +348,7 @@ def test_a_chain_of_follow_ups_keeps_the_topic_the_conversation_started_with(mak
 def test_a_follow_up_is_matched_to_cards_on_what_it_asks_not_on_the_topic(make_bot):
     bot = make_bot()
     thread = bot.new_thread()
-    first = bot.ask(thread, "What is tardive dyskinesia?")
+    first = bot.ask(thread, "What is a mother and baby unit?")
     unlike_a_card = bot.ask(thread, "does that ever stop or is it forever?")
     like_a_card = bot.ask(thread, "and why so many blood tests with clozapine?")  # a phrasing of A19's
     assert first.card is None and unlike_a_card.card is None, unlike_a_card.answer

@@ -147,6 +147,7 @@ def test_marking_does_not_excuse_a_specific_claim():
     ("From what you say, you are relapsing and should call your team.", "reject"),
     ("Let's work through this worry together: close your eyes and picture it.", "reject"),
     ("If I were you, I would move to another city.", "warn"),
+    ("Now list the evidence for it and the evidence against it.", "reject"),
 ])
 def test_role_patterns(draft, verdict):
     finding = run("role_scope", draft)
@@ -156,6 +157,12 @@ def test_role_patterns(draft, verdict):
 def test_role_general_information_and_negated_mentions_pass():
     draft = ("I can't tell whether you are relapsing; only your care team can assess that. "
              "Early warning signs can include poor sleep [K-sleep].")
+    assert not run("role_scope", draft).flagged
+
+
+def test_a_definition_that_mentions_evidence_is_not_a_therapy_exercise():
+    """Our own source's definition of a delusion, quoted, must pass."""
+    draft = "A delusion is a strong belief that is not true and does not change, even when there is clear evidence against it. [S02]"
     assert not run("role_scope", draft).flagged
 
 
