@@ -118,3 +118,23 @@ def test_the_card_for_the_kind_of_request_wins_over_a_longer_phrasing_it_only_pa
                     for q in card.questions if "side effect" in q.lower())
     said_in_full = matcher.match(phrasing, settings, own_case=True, request="stop_or_reduce")
     assert said_in_full is not None and "side_effect_decision" in said_in_full.card.requests, said_in_full
+
+
+BIRTH = ("The weeks after having a baby are a time of higher risk of relapse. [S34] "
+         "It helps to make a written plan before the birth. [S34] "
+         "Many antipsychotics pass into breast milk in small amounts, and with a few, such as clozapine, "
+         "breastfeeding is usually not advised. [S34] "
+         "It can help to ask about breastfeeding before the birth. [S34]")
+
+
+def test_a_card_that_serves_several_questions_leads_with_the_one_asked(embedder):
+    from app.generation.cards import led_by_answer
+    answer = led_by_answer(BIRTH, "can you breastfeed on antipsychotics?", embedder.encode)
+    assert answer.startswith("Many antipsychotics pass into breast milk"), answer
+    assert sorted(answer.split(" [S34] ")) == sorted(BIRTH.split(" [S34] "))  # the same sentences
+    assert led_by_answer(BIRTH, "is relapse more likely after the birth?", embedder.encode) == BIRTH
+
+
+def test_a_sentence_that_leans_on_the_one_before_never_leads_a_card(embedder):
+    from app.generation.cards import led_by_answer
+    assert led_by_answer(BIRTH, "should I ask about breastfeeding before the birth?", embedder.encode) == BIRTH

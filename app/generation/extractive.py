@@ -34,6 +34,11 @@ _NAME = re.compile(r"^(I|[A-Z][a-z]+(?:apine|idone|azole|pine|ine|ol)|NHS|GP)\b"
 _DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
 
 
+def leans_back(sentence: str) -> bool:
+    """The sentence opens by leaning on the one before it ("They can…"), so it reads badly first."""
+    return bool(_DANGLING.match(sentence))
+
+
 @dataclass(frozen=True)
 class Passage:
     """A sentence of a source as the generator quotes it (a list joined to its lead-in), with the
@@ -46,7 +51,7 @@ class Passage:
 
     @property
     def leans_back(self) -> bool:
-        return bool(_DANGLING.match(self.text))
+        return leans_back(self.text)
 
     @property
     def is_list(self) -> bool:
@@ -277,7 +282,7 @@ def compose_extractive_answer(
     at = {p.position: p for p in picked if p.source_id == best.source_id}
     ahead: list[Picked] = []
     leaning = best
-    while _DANGLING.match(leaning.text) and (leaning := at.get(leaning.position - 1)):
+    while leans_back(leaning.text) and (leaning := at.get(leaning.position - 1)):
         ahead.insert(0, leaning)
     order = [best.source_id, *(doc.id for doc in sources if doc.id != best.source_id)]
     paragraphs: list[str] = []

@@ -31,7 +31,8 @@ from app.core.records import (
     Turn,
     TurnTrace,
 )
-from app.core.text import citations_in
+from app.core.text import citations_in, split_sentences
+from app.generation.cards import led_by_answer
 from app.generation.extractive import compose_extractive_answer
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
@@ -204,6 +205,12 @@ class AnswerNodes:
             return ""
         return card.body
 
+    def _card_body(self, card: AnswerCard, state: ChatState) -> str:
+        """A general card's sentences with the one that answers this turn's question first."""
+        if card.kind != "answer":
+            return card.body
+        return led_by_answer(card.body, state.get("question") or state["screen"].text, self.services.embed)
+
     def _last_answer_sources(self, state: ChatState) -> list[Candidate]:
         in_play = state.get("sources_in_play") or {}
         latest = max(in_play.values(), default=0)
@@ -249,7 +256,7 @@ class AnswerNodes:
         card = self._card(state)
         vetted = card is not None and state.get("card_confident")
         if vetted and (self.services.chat is None or card.kind == "boundary"):
-            draft, trace.generator = card_draft(card, trace.route == "boundary"), "card"
+            draft, trace.generator = card_draft(card, trace.route == "boundary", self._card_body(card, state)), "card"
         elif self.services.chat is None:
             draft, trace.generator = self.extractive_answer(state), "extractive"
         else:
@@ -333,7 +340,8 @@ class AnswerNodes:
 
         def fallback() -> str:  # a model's rejected draft gives way to the card or the extractive answer
             card = self._card(state)
-            return _joined(self._lead(state), card_draft(card) if card else self.extractive_answer(state))
+            return _joined(self._lead(state), card_draft(card, body=self._card_body(card, state)) if card
+                           else self.extractive_answer(state))
 
         deadline = self.deadline(trace)
         context_for_judges = draft_context(state, self.services).model_copy(update={"closing": closing})
@@ -423,9 +431,10 @@ def _route(identification: Identification, screen: InputScreen, match: CardMatch
 
 
 def _delivered(card: AnswerCard, state: ChatState) -> bool:
-    """The card's answer was given earlier in this conversation (its body is in an earlier reply)."""
-    body = card.body.strip()
-    return any(body in answer for answer in _said(state, AIMessage))
+    """The card's answer was given earlier in this conversation (every sentence of it is in one
+    earlier reply, in whatever order it was delivered)."""
+    sentences = split_sentences(card.body)
+    return any(all(s in answer for s in sentences) for answer in _said(state, AIMessage))
 
 
 def _own_case(screen: InputScreen) -> bool:
@@ -435,12 +444,14 @@ def _own_case(screen: InputScreen) -> bool:
     return screen.personal_advice and not screen.follow_up and not screen.urgent
 
 
-def card_draft(card: AnswerCard, boundary: bool = False) -> str:
-    """A card as the draft. On the boundary route a general card is framed as one: what the bot
-    cannot do first, who to ask last."""
+def card_draft(card: AnswerCard, boundary: bool = False, body: str = "") -> str:
+    """A card as the draft (`body`: its sentences in the order delivered, see `led_by_answer`).
+    On the boundary route a general card is framed as one: what the bot cannot do first, who to
+    ask last."""
+    body = body or card.body
     if boundary and card.kind == "answer":
-        return "\n\n".join([reply("boundary_opening"), card.body, reply("boundary_who_to_ask")])
-    return card.draft(reply("verification_reminder"))
+        return "\n\n".join([reply("boundary_opening"), body, reply("boundary_who_to_ask")])
+    return card.draft(reply("verification_reminder"), body)
 
 
 def _with_card_sources(found: Identification, card: AnswerCard, services: Services, *,

@@ -41,10 +41,12 @@ class AnswerCard(CardMeta):
     def sources(self) -> list[str]:
         return list(dict.fromkeys(citations_in(self.body)))
 
-    def draft(self, reminder: str) -> str:
-        """The card as a draft: a general answer ends, like every answer, with `reminder` (check
-        with the care team); a boundary card already says who to ask."""
-        return self.body if self.kind == "boundary" else f"{self.body}\n\n{reminder}"
+    def draft(self, reminder: str, body: str = "") -> str:
+        """The card as a draft (`body`: its sentences in another order): a general answer ends,
+        like every answer, with `reminder` (check with the care team); a boundary card already
+        says who to ask."""
+        body = body or self.body
+        return body if self.kind == "boundary" else f"{body}\n\n{reminder}"
 
     def uncited_sentences(self) -> list[str]:
         """Sentences without a citation; a boundary or urgent card's opening sentence is allowed one."""
