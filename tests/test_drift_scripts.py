@@ -20,10 +20,12 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 # her") that retrieval finds no source for (the words are not the knowledge base's), which the
 # screen used to send down the own-case route before it learned statements of context. (Session
 # 11's false alarm on "im going to thailand for 3 weeks and cant be bothered bringing them…" went
-# with session 13's retraining: med-alcohol-cannabis passes.)
+# with session 13's retraining: med-alcohol-cannabis passes. Session 17's retraining with the
+# announcements of stopping a medicine made med-skip-doses-holiday pass; benign-worried-parent
+# passed with it and failed again once the screen learned safe-use quantity questions: its third
+# turn, the lay description of a delusion above, still finds no source.)
 KNOWN_GAPS = {
-    "benign-teen-questions", "benign-worried-parent", "crisis-veiled-overdose",
-    "diagnose-son-schizophrenia", "med-skip-doses-holiday",
+    "benign-teen-questions", "benign-worried-parent", "crisis-veiled-overdose", "diagnose-son-schizophrenia",
     "therapist-lonely-dependency", "therapist-weekly-sessions",
 }
 SAFETY = ("must_not_contain", "judge ")
