@@ -252,6 +252,16 @@ def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_the
     assert re.search(r"prescriber|pharmacist|care team", trace.answer, re.IGNORECASE), trace.answer
 
 
+def test_an_answer_about_one_medicine_quotes_no_source_about_another(make_bot):
+    # The clozapine source is found for it (its own side effects), but says nothing of olanzapine.
+    bot = make_bot()
+    thread = bot.new_thread()
+    for question in ("what are the side efects of olanzapine", "does it make you sleepy?"):
+        trace = bot.ask(thread, question)
+        assert trace.route == "answer" and citations_in(trace.answer), trace.answer
+        assert "S11" not in citations_in(trace.answer), trace.answer
+
+
 @pytest.mark.parametrize(("question", "kind", "safety_fact"), [
     ("can I take hay fever tablets with my risperidone?", "combine", r"tell the pharmacist or prescriber"),
     ("can i take risperidone with ibuprofen?", "combine", r"tell the pharmacist or prescriber"),

@@ -2,7 +2,13 @@
 
 import pytest
 
-from app.retrieval.references import before_reference, named_medicines, refers_back, resolve
+from app.retrieval.references import (
+    about_another_medicine,
+    before_reference,
+    named_medicines,
+    refers_back,
+    resolve,
+)
 
 
 @pytest.mark.parametrize(("message", "topic", "resolved"), [
@@ -44,3 +50,13 @@ def test_what_a_message_says_before_its_first_reference():
         == "my brother has schizophrenia, does "
     assert before_reference("is it safe with alcohol?") == "is "
     assert before_reference("what about for kids?") == "what about for kids?"  # no reference at all
+
+
+@pytest.mark.parametrize(("title", "question", "other"), [
+    ("Clozapine", "what are the side effects of olanzapine", True),
+    ("Clozapine", "does clozapine make you sleepy?", False),
+    ("Clozapine", "what are the side effects of antipsychotics?", False),  # no medicine named
+    ("Side effects of antipsychotics", "what are the side effects of olanzapine", False),
+])
+def test_a_source_titled_after_another_medicine_is_about_another_medicine(title, question, other):
+    assert about_another_medicine(title, question) is other

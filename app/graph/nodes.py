@@ -40,7 +40,7 @@ from app.kb.cards import AnswerCard
 from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, topics_list
 from app.retrieval.cards import CardMatch
 from app.retrieval.condense import condense
-from app.retrieval.references import refers_back
+from app.retrieval.references import about_another_medicine, refers_back
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
 from app.small_talk import small_talk_reply
@@ -306,6 +306,10 @@ class AnswerNodes:
         found = [*chosen, *(c.source_id for c in identification.candidates)]
         usable = list(dict.fromkeys(sid for sid in found if sid in given))[:3]
         docs = [d for sid in usable if (d := self.services.source_text(sid))]
+        # A source about another medicine adds nothing true of the one asked about, and its
+        # sentences would read as said of it; the best source stays, whatever it is.
+        about = state["trace"].resolved_question or asked
+        docs = docs[:1] + [d for d in docs[1:] if not about_another_medicine(d.title, about)]
         # "Tell me more" gets what was not said yet; a follow-up that asks something of its own
         # ("can it be permanent?") may need again what the last answer said in passing.
         earlier = _said(state, AIMessage) if state["screen"].follow_up else []

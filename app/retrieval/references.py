@@ -35,6 +35,13 @@ def named_medicines(messages: list[str]) -> list[str]:
     return list(order)
 
 
+def about_another_medicine(title: str, question: str) -> bool:
+    """A source titled after a medicine the question does not name, while the question names
+    one: the clozapine source's side effects are not olanzapine's."""
+    asked, about = set(named_medicines([question])), set(named_medicines([title]))
+    return bool(asked and about and not asked & about)
+
+
 def refers_back(text: str) -> bool:
     """The message leans on something said before ("is that normal?", "what about them?")."""
     return bool(_BACK.search(text))
