@@ -252,6 +252,12 @@ def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_the
     assert re.search(r"prescriber|pharmacist|care team", trace.answer, re.IGNORECASE), trace.answer
 
 
+def test_a_question_spelt_as_it_sounds_is_answered(make_bot):
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "wat is a depo injecshun")
+    assert trace.route == "answer" and "S10" in citations_in(trace.answer), trace.answer
+
+
 def test_an_answer_about_one_medicine_quotes_no_source_about_another(make_bot):
     # The clozapine source is found for it (its own side effects), but says nothing of olanzapine.
     bot = make_bot()

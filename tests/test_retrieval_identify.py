@@ -92,6 +92,16 @@ def test_speller_corrects_only_unknown_words():
     assert speller.correct("Clozapin") == "clozapine"
 
 
+def test_a_word_spelt_as_it_sounds_is_read_by_sound_but_a_real_word_is_not():
+    vocabulary = ["injection", "medication", "frightened", "depot"]
+    assert Speller(vocabulary).correct("a depo injecshun") == "a depot injecshun"  # too far by letters
+    by_sound = Speller(vocabulary, phonetic=True)
+    assert by_sound.correct("a depo injecshun") == "a depot injection"
+    assert by_sound.correct("my medikashun") == "my medication"
+    # "fortnight" sounds like "frightened" to Metaphone, but it is an English word: left alone.
+    assert by_sound.correct("every fortnight") == "every fortnight"
+
+
 def test_metrics():
     assert recall_at(["S1"], ["S2", "S1"], 1) == 0.0 and recall_at(["S1"], ["S2", "S1"], 3) == 1.0
     assert recall_at(["S1", "S2"], ["S2", "S9", "S1"], 1) == 1.0  # capped at k

@@ -5,8 +5,11 @@ a crisis from a pattern. A word is corrected only when it is unknown (not in the
 the known-word list, so real words such as "weather" are left alone) and a vocabulary word of
 similar length, starting with the same letter, is close enough (rapidfuzz's normalised
 similarity). Candidates are bucketed by first letter, which keeps a look-up well under a
-millisecond. Retrieval corrects against the knowledge base's words; the crisis screen against its
-own short list of risk words.
+millisecond. A word spelt as it sounds ("injecshun", "medikashun") is too far from its letters
+for that; with `phonetic`, a word that is no English word at all (wordfreq has never seen it) is
+read as the vocabulary word that sounds the same (jellyfish's Metaphone code) and shares half its
+letters. Metaphone alone is too coarse for real words ("fortnight" sounds like "frightened"). Retrieval corrects against the knowledge base's words
+(phonetically too); the crisis screen against its own short list of risk words.
 """
 
 from __future__ import annotations
@@ -15,14 +18,18 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
+import jellyfish
 from rapidfuzz import fuzz, process
+from wordfreq import zipf_frequency
 
 _WORD = re.compile(r"[A-Za-z]+")
+MIN_SOUND = 4  # a shorter Metaphone code ("TP": depot, type, tip) says too little to go by
+SOUNDS_CUTOFF = 0.5  # a word that sounds the same must still share this much of its letters
 
 
 class Speller:
     def __init__(self, corpus_words: Iterable[str], known_words: Iterable[str] = (),
-                 cutoff: float = 0.8, min_length: int = 4):
+                 cutoff: float = 0.8, min_length: int = 4, phonetic: bool = False):
         self.vocabulary = {w.lower() for w in corpus_words}
         self.known = {w.lower() for w in known_words} | self.vocabulary
         self.cutoff, self.min_length = cutoff, min_length
@@ -30,6 +37,11 @@ class Speller:
         for word in sorted(self.vocabulary):
             if len(word) >= min_length:
                 self._buckets[word[0]].append(word)
+        self._sounds: dict[str, list[str]] = defaultdict(list)
+        if phonetic:
+            for word in sorted(self.vocabulary):
+                if len(word) >= min_length and len(code := jellyfish.metaphone(word)) >= MIN_SOUND:
+                    self._sounds[code].append(word)
         self._memo: dict[str, str] = {}
 
     def correct_word(self, word: str) -> str:
@@ -39,6 +51,9 @@ class Speller:
         if lower not in self._memo:
             candidates = [w for w in self._buckets.get(lower[0], ()) if abs(len(w) - len(lower)) <= 2]
             found = process.extractOne(lower, candidates, scorer=fuzz.ratio, score_cutoff=self.cutoff * 100)
+            if not found and self._sounds and zipf_frequency(lower, "en") == 0:
+                found = process.extractOne(lower, self._sounds.get(jellyfish.metaphone(lower), ()),
+                                           scorer=fuzz.ratio, score_cutoff=SOUNDS_CUTOFF * 100)
             if len(self._memo) > 50_000:
                 self._memo.clear()
             self._memo[lower] = found[0] if found else lower

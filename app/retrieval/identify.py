@@ -48,7 +48,8 @@ class SourceIdentifier:
         self.chooser = chooser
         self.index_report = None  # set by open_identifier: what opening the index had to do
         self.speller = Speller(corpus_words(c.text for c in index.chunks),
-                               index.embedder.known_words(), cutoff=settings.retrieval.spelling_cutoff)
+                               index.embedder.known_words(), cutoff=settings.retrieval.spelling_cutoff,
+                               phonetic=True)
 
     def with_settings(self, settings: Settings) -> SourceIdentifier:
         """The same knowledge base and index, read with other retrieval settings (thresholds,
