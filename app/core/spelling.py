@@ -8,8 +8,9 @@ similarity). Candidates are bucketed by first letter, which keeps a look-up well
 millisecond. A word spelt as it sounds ("injecshun", "medikashun") is too far from its letters
 for that; with `phonetic`, a word that is no English word at all (wordfreq has never seen it) is
 read as the vocabulary word that sounds the same (jellyfish's Metaphone code) and shares half its
-letters. Metaphone alone is too coarse for real words ("fortnight" sounds like "frightened"). Retrieval corrects against the knowledge base's words
-(phonetically too); the crisis screen against its own short list of risk words.
+letters. Metaphone alone is too coarse for real words ("fortnight" sounds like "frightened").
+Retrieval corrects against the knowledge base's words (phonetically too); the crisis screen
+against its own short list of risk words.
 """
 
 from __future__ import annotations
@@ -34,14 +35,13 @@ class Speller:
         self.known = {w.lower() for w in known_words} | self.vocabulary
         self.cutoff, self.min_length = cutoff, min_length
         self._buckets: dict[str, list[str]] = defaultdict(list)
+        self._sounds: dict[str, list[str]] = defaultdict(list)  # by Metaphone code, if `phonetic`
         for word in sorted(self.vocabulary):
-            if len(word) >= min_length:
-                self._buckets[word[0]].append(word)
-        self._sounds: dict[str, list[str]] = defaultdict(list)
-        if phonetic:
-            for word in sorted(self.vocabulary):
-                if len(word) >= min_length and len(code := jellyfish.metaphone(word)) >= MIN_SOUND:
-                    self._sounds[code].append(word)
+            if len(word) < min_length:
+                continue
+            self._buckets[word[0]].append(word)
+            if phonetic and len(code := jellyfish.metaphone(word)) >= MIN_SOUND:
+                self._sounds[code].append(word)
         self._memo: dict[str, str] = {}
 
     def correct_word(self, word: str) -> str:
