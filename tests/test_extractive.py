@@ -181,6 +181,40 @@ def test_a_question_about_one_item_of_a_list_finds_the_list(embedder):
     assert split_sentences(answer)[0].startswith("Good habits often help: going to bed"), answer
 
 
+@pytest.mark.slow
+def test_a_question_whether_one_thing_is_so_hears_that_item_of_a_long_list_only(embedder, knowledge_base):
+    """"Does it make you sleepy?" is answered by the drowsiness item of the seven common side
+    effects, under its lead-in, not by the whole list."""
+    source = knowledge_base.get("S12")
+    side_effects = SourceText(id=source.id, title=source.title, text=source.body)
+    whole = next(s for s in source_sentences(source.body) if s.startswith("Common side effects:"))
+    answer = compose_extractive_answer(["does it make you sleepy?"], [side_effects], embedder.encode)
+    quoted = next(strip_citations(s) for s in split_sentences(answer) if s.startswith("Common side effects:"))
+    assert quoted.startswith("Common side effects: drowsiness: feeling sleepy"), answer
+    assert "weight gain" not in quoted and len(quoted) < len(whole), answer
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question", ["what are the common side effects?", "are there any side effects?"])
+def test_a_question_for_a_set_of_things_hears_the_whole_list(embedder, knowledge_base, question):
+    source = knowledge_base.get("S12")
+    side_effects = SourceText(id=source.id, title=source.title, text=source.body)
+    whole = next(s for s in source_sentences(source.body) if s.startswith("Common side effects:"))
+    answer = compose_extractive_answer([question], [side_effects], embedder.encode)
+    assert whole in answer, answer
+
+
+@pytest.mark.parametrize(("question", "yes_or_no"), [
+    ("does it make you sleepy?", True), ("she's put on loads of weight. is that normal??", True),
+    ("what are the side effects?", False), ("is there any support for carers?", False),
+    ("can I appeal? how do I do it", False), ("tips for sleeping better?", False),
+])
+def test_a_question_says_whether_it_asks_if_one_thing_is_so(question, yes_or_no):
+    from app.core.answer_types import asks_yes_or_no
+
+    assert asks_yes_or_no(question) is yes_or_no
+
+
 def test_rare_question_words_weigh_more_than_common_ones():
     """A sentence naming the medicine asked about beats one that shares only everyday words."""
     pills = SourceText(id="S90", title="Medicines", text=(

@@ -41,6 +41,21 @@ _GIVES: dict[AnswerType, re.Pattern[str]] = {
 }
 
 
+_YES_OR_NO = re.compile(r"^\W*(?:(?:and|so|but|ok|okay|also|then|hmm|right)\W+)?(?:is|isn'?t|are|aren'?t|am|was|were|"
+                        r"does|doesn'?t|do|don'?t|did|can|can'?t|could|will|won'?t|would|should|shall|may|"
+                        r"might|has|have|had)\b(?! there\b)", re.IGNORECASE)
+_OPEN = re.compile(r"^\W*(?:(?:and|so|but|ok|okay|also|then)\W+)?(?:what|whats|wat|how|which|who|where|when|why|"
+                   r"tell me|explain|describe|list)\b", re.IGNORECASE)
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """A question that asks whether one thing is so ("does it make you sleepy?", "is weight gain
+    normal?"), not for a set of things ("what are the side effects?", "what can I do?", "is there
+    any support?")."""
+    sentences = [s for s in re.split(r"(?<=[.?!])\s+", question.strip()) if s]
+    return any(_YES_OR_NO.match(s) for s in sentences) and not any(_OPEN.match(s) for s in sentences)
+
+
 def wanted(question: str) -> AnswerType | None:
     """The kind of answer `question` asks for, if it is one we recognise."""
     return next((kind for kind, pattern in _WANTS if pattern.search(question)), None)

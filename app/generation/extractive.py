@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.core.answer_types import gives, wanted
+from app.core.answer_types import asks_yes_or_no, gives, wanted
 from app.core.records import SourceText
 from app.core.text import STOPWORDS, split_sentences, strip_citations
 from app.prompts import reply
@@ -25,12 +25,19 @@ Embed = Callable[[list[str]], np.ndarray]
 ANSWER_TYPE_BONUS = 0.1
 FOCUS_BONUS = 0.1  # a sentence of a section the last answer drew on, for a message that refers back to it
 REPEAT_PENALTY = 0.1  # a sentence an earlier answer said, for a follow-up that asks something of its own
-SAME_MEANING = 0.85  # cosine similarity from which two sentences say the same thing
+SAME_MEANING = 0.85
+# A list whose closest item is this much closer to the question than its lead-in is quoted with
+# its closest items only: up to MAX_ITEMS_ASKED, each within ITEM_BAND of the closest.
+MIN_ITEMS_TO_TRIM = 5
+ITEM_OVER_LEAD_IN = 0.1
+ITEM_BAND = 0.08
+MAX_ITEMS_ASKED = 3  # cosine similarity from which two sentences say the same thing
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
 _NAME = re.compile(r"^(I|[A-Z][a-z]+(?:apine|idone|azole|pine|ine|ol)|NHS|GP)\b")
 # A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
+_CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)
 _DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
 
 
@@ -47,11 +54,21 @@ class Passage:
     text: str
     section: str
     position: int
-    items: tuple[str, ...] = ()  # a joined list's items, each as its lead-in introduces it
+    head: str = ""  # a joined list's lead-in ("Signs include:")
+    items: tuple[str, ...] = ()  # a joined list's items
 
     @property
     def leans_back(self) -> bool:
         return leans_back(self.text)
+
+    @property
+    def introduced_items(self) -> list[str]:
+        """Each item as its lead-in introduces it ("Signs include: fever.")."""
+        return [f"{self.head} {item}." for item in self.items]
+
+    def with_items(self, keep: Sequence[int]) -> str:
+        """The list joined with only the items `keep` names, in their own order."""
+        return f"{self.head} {'; '.join(self.items[i] for i in sorted(keep))}."
 
     @property
     def is_list(self) -> bool:
@@ -75,14 +92,14 @@ def passages(body: str) -> list[Passage]:
     found: list[Passage] = []
     section, lead_in, items = "", None, []
 
-    def add(text: str, listed: tuple[str, ...] = ()) -> None:
-        found.append(Passage(text, section, len(found), listed))
+    def add(text: str, head: str = "", listed: tuple[str, ...] = ()) -> None:
+        found.append(Passage(text, section, len(found), head, listed))
 
     def close_list() -> None:
         nonlocal lead_in, items
         if items and (lead_in or section):
             head = lead_in or section + ":"
-            add(f"{head} {'; '.join(items)}.", tuple(f"{head} {item}." for item in items))
+            add(f"{head} {'; '.join(items)}.", head, tuple(items))
         lead_in, items = None, []
 
     for line in body.splitlines():
@@ -125,7 +142,7 @@ def _embedded(passage: Passage) -> str:
 
 def embedded_texts(body: str) -> list[str]:
     """Every text the generator embeds for a source, for warming the embedding cache."""
-    return [text for p in passages(body) for text in (_embedded(p), *p.items)]
+    return [text for p in passages(body) for text in (_embedded(p), *p.introduced_items)]
 
 
 def _content_words(text: str) -> set[str]:
@@ -209,14 +226,15 @@ def pick_sentences(
     # A list is also as close as its closest item, with its lead-in ("does it make you sleepy?"
     # is answered by "Common side effects: …; drowsiness: feeling sleepy…; …").
     lists = [i for i, (_, _, p) in enumerate(pool) if p.is_list and p.items]
-    item_texts = [item for i in lists for item in pool[i][2].items]
+    item_texts = [item for i in lists for item in pool[i][2].introduced_items]
     item_vectors = embed(item_texts) if item_texts else None
     item_owners = np.repeat(lists, [len(pool[i][2].items) for i in lists]).astype(int)
-    scored_parts = []
+    scored_parts, item_similarity = [], []
     for words, part_vector, kind in zip(part_words, part_vectors, kinds, strict=True):
         similarity = vectors @ part_vector
         if item_vectors is not None:
-            np.maximum.at(similarity, item_owners, item_vectors @ part_vector)
+            item_similarity.append(item_vectors @ part_vector)
+            np.maximum.at(similarity, item_owners, item_similarity[-1])
         lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.
@@ -229,6 +247,25 @@ def pick_sentences(
     chosen: dict[tuple[str, int], Picked] = {}
     counts: dict[str, int] = {}
 
+    def items_asked(index: int) -> str:
+        """A list chosen for a few of its items, not for what its lead-in says, by a question that
+        asks whether one thing is so ("does it make you sleepy?" and the side-effects list), is
+        quoted with those items only: the rest of a long list buries the answer. A question that
+        asks for a set ("what can I do?") gets the whole list, and so does a short list or a list of
+        conditions ("Get help straight away if someone: …"), each of which matters."""
+        passage = pool[index][2]
+        if len(passage.items) < MIN_ITEMS_TO_TRIM or not item_similarity or _CONDITION.search(passage.head):
+            return passage.text
+        part = int(np.argmax([scores[index] for scores in scored_parts]))
+        if not asks_yes_or_no(questions[part]):
+            return passage.text
+        own = item_similarity[part][item_owners == index]
+        best = float(own.max())
+        if best < float(vectors[index] @ part_vectors[part]) + ITEM_OVER_LEAD_IN:
+            return passage.text
+        keep = [int(i) for i in np.argsort(-own)[:MAX_ITEMS_ASKED] if own[i] >= best - ITEM_BAND]
+        return passage.with_items(keep) if len(keep) < len(own) else passage.text
+
     def take(index: int, *, forced: bool = False) -> None:
         _, source_id, passage = pool[index]
         key = (source_id, passage.position)
@@ -240,7 +277,9 @@ def pick_sentences(
                 and pool[before][2].section == passage.section:
             take(before, forced=True)  # its antecedent first
         counts[source_id] = counts.get(source_id, 0) + 1
-        chosen[key] = Picked(source_id, passage.position, passage.text, float(combined[index]))
+        # A list brought along by the sentence it continues is quoted whole: it says what that one is.
+        text = passage.text if forced else items_asked(index)
+        chosen[key] = Picked(source_id, passage.position, text, float(combined[index]))
 
     for scores in scored_parts:  # one sentence per part first, so no part goes unanswered
         take(int(np.argmax(scores)))
