@@ -144,6 +144,16 @@ def test_unrelated_question_says_what_is_covered_and_who_else_can_help(make_bot)
     assert "GP" in trace.answer and "pharmacist" in trace.answer and "advice service" in trace.answer
 
 
+def test_sources_found_only_through_the_illness_s_name_are_not_offered_as_a_menu(make_bot):
+    """A visa question shares only "schizophrenia" with the sources, which every source uses: the
+    reply says what is not covered and who can help, not "did you mean: Recovery and hope"."""
+    question = "will schizophrenia mess up my mate's visa renewal?"
+    menu_bot, bot = make_bot(retrieval={"menu_min_coverage": 0.0}), make_bot()
+    assert menu_bot.ask(menu_bot.new_thread(), question).route == "clarify"  # what the menu would offer
+    trace = bot.ask(bot.new_thread(), question)
+    assert trace.route == "no_match" and "advice service" in trace.answer, trace.answer
+
+
 def test_a_conversation_survives_a_restart(tmp_path, default_identifier, embedder):
     settings = Settings(data_dir=tmp_path / "data")
 

@@ -110,6 +110,9 @@ class Retrieval(Record):
     clear_threshold: float = Field(0.7, ge=0.0, le=1.0)  # at or above: answer from the source
     none_threshold: float = Field(0.3, ge=0.0, le=1.0)  # below: not covered; between: "did you mean"
     clear_min_terms: int = Field(2, ge=0)  # a one-word question ("medication") is offered choices
+    # A "did you mean" choice must contain at least this idf-weighted share of the question's
+    # words: a source offered on the illness's name alone is no guess at what was asked.
+    menu_min_coverage: float = Field(0.02, ge=0.0, le=1.0)
     # Multi-part questions and follow-ups.
     max_parts: int = Field(4, ge=1)
     min_part_words: int = Field(3, ge=1)

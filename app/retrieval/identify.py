@@ -94,6 +94,9 @@ class SourceIdentifier:
                 cap = r.clear_threshold - 1e-6
                 scored = [[(sid, min(conf, cap)) for sid, conf in s] for s in scored]
         outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
+        if outcome == "middling" and not used_context:
+            candidates = self._plausible(question, candidates)
+            outcome = "middling" if candidates else "none"
         if outcome == "middling" and used_context and candidates[0].source_id in last_sources:
             # A message that continues the conversation and reads likeliest as the source the
             # last answer drew on is about it ("can it be permanent?" after NMS): the conversation
@@ -269,6 +272,15 @@ class SourceIdentifier:
                  for s, label in zip(scored, labels, strict=True) if rank < len(s)
                  for sid, conf in [s[rank]]]
         return "middling", self._unique(turns, limit=r.top_k)
+
+    def _plausible(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
+        """The choices worth offering for "did you mean": each containing some of what the
+        question asks. "Will schizophrenia mess up his visa application?" finds sources only
+        through the illness's name, which every source uses: a menu of them is no guess at what
+        was asked; "not covered", with who can help, is."""
+        terms = self._terms(self.correct_spelling(question))
+        floor = self.settings.retrieval.menu_min_coverage
+        return [c for c in candidates if self._coverage(terms, c.source_id) >= floor]
 
     def _unique(self, items: list[tuple[str, float, str | None]], limit: int) -> list[Candidate]:
         chosen: dict[str, Candidate] = {}
