@@ -175,6 +175,20 @@ def test_the_list_the_lead_introduces_goes_with_it(embedder, knowledge_base):
     assert following.startswith("Signs include: high temperature (fever); very stiff muscles"), answer
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("question", "instruction"), [
+    ("what is NMS? it sounds scary", "If these happen, get urgent medical help straight away"),
+    ("what is tardive dyskinesia?", "Tell your team if you or your family notice any new movements"),
+])
+def test_what_to_do_about_what_the_answer_describes_goes_with_it(embedder, knowledge_base, question, instruction):
+    """The section's instruction after the lead (what to do about the signs it lists) is part of
+    the answer, though the question does not ask for it in words."""
+    source = knowledge_base.get("S12")
+    side_effects = SourceText(id=source.id, title=source.title, text=source.body)
+    answer = compose_extractive_answer([question], [side_effects], embedder.encode)
+    assert instruction in answer, answer
+
+
 def test_a_question_about_one_item_of_a_list_finds_the_list(embedder):
     """The list's lead-in ("Good habits often help") says little; its items say what it offers."""
     answer = compose_extractive_answer(["should I stop drinking coffee in the afternoon?"], [SLEEP], embedder.encode)

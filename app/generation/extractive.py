@@ -37,6 +37,9 @@ _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
 _NAME = re.compile(r"^(I|[A-Z][a-z]+(?:apine|idone|azole|pine|ine|ol)|NHS|GP)\b")
 # A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
+# An instruction: an imperative, maybe after the condition it applies to ("If these happen, get …").
+_INSTRUCTION = re.compile(r"^(?:if [^,]+,\s*)?(?:tell|ask|contact|call|get|seek|talk to|speak to|let|see|go to)\b",
+                          re.IGNORECASE)
 _CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)
 _DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
 
@@ -301,6 +304,13 @@ def pick_sentences(
         if passage.section != section or not (passage.leans_back or passage.is_list):
             break
         take(after, forced=True)
+    # What to do about what the lead describes goes with it too: its section's first instruction
+    # after it ("Tell your team if you notice any new movements" after tardive dyskinesia, "If
+    # these happen, get urgent medical help" after the signs of NMS).
+    step = next((i for i, (_, sid, p) in enumerate(pool) if sid == lead.source_id and p.section == section
+                 and p.position > lead.position and _INSTRUCTION.match(p.text)), None)
+    if step is not None and len(chosen) < max_sentences:
+        take(step, forced=True)
     return list(chosen.values())
 
 
