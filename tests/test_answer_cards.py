@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,21 @@ def test_boundary_cards_name_kinds_of_request_the_input_screen_reads(knowledge_b
     listed = [(card.id, request) for card in knowledge_base.cards for request in card.requests]
     assert listed and all(card.kind == "boundary" for card in knowledge_base.cards if card.requests)
     assert [item for item in listed if item[1] not in trained] == []
+
+
+@pytest.mark.slow
+def test_a_boundary_card_is_matched_by_requests_about_someone_s_own_case(knowledge_base, embedding_resources):
+    """A general phrasing ("Is schizophrenia genetic?") on a boundary card gives a general
+    question the reply "I can't work out the risk for you": such phrasings belong on an answer
+    card. Each boundary phrasing names whose case it is (I, my, her son, …) or the screen reads it
+    as a request about one's own case ("voices r coming back is it a relapse")."""
+    from judges.local.crisis import assess
+
+    own = re.compile(r"\b(i|i'm|im|i've|me|my|we|our|us|he|she|him|her|his|they|them|their|you|your)\b",
+                     re.IGNORECASE)
+    general = [(card.id, q) for card in knowledge_base.cards if card.kind == "boundary" for q in card.questions
+               if not own.search(q) and not assess(q, embedding_resources).personal_advice]
+    assert general == []
 
 
 @pytest.mark.parametrize(("body", "problem"), [
