@@ -154,6 +154,13 @@ def test_sources_found_only_through_the_illness_s_name_are_not_offered_as_a_menu
     assert trace.route == "no_match" and "advice service" in trace.answer, trace.answer
 
 
+def test_a_medicine_s_brand_name_finds_its_source(make_bot):
+    """Brand names are keywords of the medicine sources: "Trinza" is not read as "trains"."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "is invega trinza every 3 months")
+    assert trace.route == "answer" and "S10" in trace.citations, trace.answer
+
+
 def test_a_conversation_survives_a_restart(tmp_path, default_identifier, embedder):
     settings = Settings(data_dir=tmp_path / "data")
 
