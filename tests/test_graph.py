@@ -412,6 +412,18 @@ def test_a_new_question_ends_the_topic_and_the_next_follow_up_is_read_with_it(ma
     assert "S16" in trace.citations, trace.answer
 
 
+def test_a_follow_up_of_several_parts_is_read_with_the_conversation(make_bot):
+    """Each part of a longer follow-up leans on the topic too: "is it free? and how long does it
+    go on for?" after family intervention is still about family intervention."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "What is family intervention?")
+    trace = bot.ask(thread, "is it free on the nhs? and how long does it go on for, roughly?")
+    assert len(trace.identification.parts) == 2, trace.identification.parts
+    assert trace.identification.context == "What is family intervention?"
+    assert trace.route == "answer" and "S15" in trace.citations, trace.answer
+
+
 def test_a_new_question_we_do_not_cover_is_not_pulled_onto_the_last_topic(make_bot):
     bot = make_bot()
     thread = bot.new_thread()

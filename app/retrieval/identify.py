@@ -74,18 +74,21 @@ class SourceIdentifier:
         if llm is not None and r.strategy == "summaries":
             scored = [ranked(llm)]
         else:
-            # In a conversation, a one-part message is also read with what it is about; see
-            # `_with_context` for which reading counts.
-            follow_up = bool(context.strip()) and len(parts) == 1
-            texts = [*parts, f"{context} {parts[0]}"] if follow_up else parts
+            # In a conversation, each part of a message is also read with what it is about
+            # ("what about uni? … can they make changes for her?"); see `_with_context` for which
+            # reading counts.
+            follow_up = bool(context.strip())
+            texts = [*parts, *(f"{context} {part}" for part in parts)] if follow_up else parts
             sentences = self._sentences_of(parts)
             found = self.score([*texts, *(sentence for _, sentence in sentences)])
             scored = self._lifted(found[: len(texts)], sentences, found[len(texts):])
             if follow_up:
                 if own_topic is None:
                     own_topic = self.names_own_topic(question)
-                reading, continues = self._with_context(scored[0], scored[1], question, own_topic)
-                scored, used_context = [reading], context if continues else ""
+                readings = [self._with_context(alone, read_on, part if len(parts) > 1 else question, own_topic)
+                            for part, alone, read_on in zip(parts, scored, scored[len(parts):], strict=False)]
+                scored = [reading for reading, _ in readings]
+                used_context = context if any(continues for _, continues in readings) else ""
             if llm is not None:
                 scored = [self._blend(s, llm) for s in scored]
             if not follow_up and len(self._terms(question)) < r.clear_min_terms and wanted(question) is None:
