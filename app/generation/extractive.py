@@ -306,9 +306,11 @@ def pick_sentences(
         take(after, forced=True)
     # What to do about what the lead describes goes with it too: its section's first instruction
     # after it ("Tell your team if you notice any new movements" after tardive dyskinesia, "If
-    # these happen, get urgent medical help" after the signs of NMS).
+    # these happen, get urgent medical help" after the signs of NMS), unless an earlier answer said it.
     step = next((i for i, (_, sid, p) in enumerate(pool) if sid == lead.source_id and p.section == section
                  and p.position > lead.position and _INSTRUCTION.match(p.text)), None)
+    if step is not None and repeated[step]:
+        step = None
     if step is not None and len(chosen) < max_sentences:
         take(step, forced=True)
     return list(chosen.values())
