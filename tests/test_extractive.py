@@ -189,6 +189,21 @@ def test_what_to_do_about_what_the_answer_describes_goes_with_it(embedder, knowl
     assert instruction in answer, answer
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("question", ["is it caused by bad parenting?", "will he be violent?", "can you recover?"])
+def test_a_myth_is_never_quoted_without_its_correction(embedder, knowledge_base, question):
+    """"Myth: Bad parenting causes schizophrenia." alone reads as a fact: it comes with its "Fact:"
+    paragraph, each sentence cited."""
+    source = knowledge_base.get("S28")
+    myths = SourceText(id=source.id, title=source.title, text=source.body)
+    answer = compose_extractive_answer([question], [myths], embedder.encode)
+    sentences = split_sentences(answer)
+    quoted = [n for n, s in enumerate(sentences) if s.startswith("Myth:")]
+    assert quoted, answer
+    for n in quoted:
+        assert sentences[n + 1].startswith("Fact:") and citations_in(sentences[n + 1]) == ["S28"], answer
+
+
 def test_a_question_about_one_item_of_a_list_finds_the_list(embedder):
     """The list's lead-in ("Good habits often help") says little; its items say what it offers."""
     answer = compose_extractive_answer(["should I stop drinking coffee in the afternoon?"], [SLEEP], embedder.encode)

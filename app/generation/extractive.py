@@ -40,6 +40,7 @@ _NAME = re.compile(r"^(I|[A-Z][a-z]+(?:apine|idone|azole|pine|ine|ol)|NHS|GP)\b"
 # An instruction: an imperative, maybe after the condition it applies to ("If these happen, get …").
 _INSTRUCTION = re.compile(r"^(?:if [^,]+,\s*)?(?:tell|ask|contact|call|get|seek|talk to|speak to|let|see|go to)\b",
                           re.IGNORECASE)
+_MYTH = re.compile(r"^myth\b\s*:", re.IGNORECASE)
 _CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)
 _DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
 
@@ -89,7 +90,8 @@ class Picked:
 
 def passages(body: str) -> list[Passage]:
     """A source's body as clean, quotable sentences: headings dropped (each closes a list and
-    names the section), list markers and emphasis removed. A list joins the sentence that
+    names the section), list markers and emphasis removed; a paragraph that states a myth is one
+    passage, the myth with its correction. A list joins the sentence that
     introduces it, or its heading ("Tips for remembering: a; b; c."), since its items mean little
     alone; an item keeps its first sentence, so the joined list stays one sentence."""
     found: list[Passage] = []
@@ -105,14 +107,29 @@ def passages(body: str) -> list[Passage]:
             add(f"{head} {'; '.join(items)}.", head, tuple(items))
         lead_in, items = None, []
 
+    myth: list[str] = []  # a "Myth: …" line and the lines of its paragraph, which correct it
+
+    def close_myth() -> None:
+        if myth:
+            add(" ".join(myth))
+            myth.clear()
+
     for line in body.splitlines():
         if not line.strip():
+            close_myth()
             continue
         if line.lstrip().startswith("#"):
+            close_myth()
             close_list()
             section = line.lstrip("# ").strip()
             continue
         clean = _EMPHASIS.sub("", _MARKUP.sub("", line)).strip()
+        if myth or _MYTH.match(clean):
+            # A myth is one passage with its correction: alone, "Myth: Bad parenting causes
+            # schizophrenia." reads as a fact, and the correction's "It does not." means nothing.
+            close_list()
+            myth.append(clean)
+            continue
         if _MARKUP.match(line):
             first = (split_sentences(clean) or [clean])[0]
             first = first.rstrip(".;:")
@@ -129,6 +146,7 @@ def passages(body: str) -> list[Passage]:
             # Fragments (a list item's tail, a lead-in with no list) are not answers.
             elif len(sentence.split()) >= 3 and not sentence[0].islower():
                 add(sentence if sentence[-1] in ".!?" else sentence + ".")
+    close_myth()
     close_list()
     return found
 
@@ -342,5 +360,7 @@ def compose_extractive_answer(
         if source_id == best.source_id:
             group = [*ahead, best, *(p for p in group if p is not best and p not in ahead)]
         if group:
-            paragraphs.append(" ".join(f"{p.text} [{p.source_id}]" for p in group))
+            # Every sentence cited, those of a passage of several (a myth and its correction) too.
+            paragraphs.append(" ".join(f"{sentence} [{p.source_id}]" for p in group
+                                       for sentence in split_sentences(p.text)))
     return "\n\n".join([*paragraphs, reply("verification_reminder")])
