@@ -147,6 +147,15 @@ def test_the_language_is_read_by_the_learned_identifier_not_by_hint_words():
         assert not LEXICAL.screen_model.is_english(message), message
 
 
+def test_one_word_spelt_as_another_language_spells_it_leaves_an_english_message_english():
+    """"skitzofrenia" reads like Italian or Polish; the rest of the message does not."""
+    assert LEXICAL.screen_model.is_english("is it same as skitzofrenia")
+    assert LEXICAL.screen_model.is_english("my mum has skizofrenia and i look after her")
+    for message in ["es lo mismo que la esquizofrenia", "czy schizofrenia jest dziedziczna",
+                    "la schizophrénie est-elle héréditaire"]:
+        assert not LEXICAL.screen_model.is_english(message), message
+
+
 def test_a_crisis_in_words_the_language_lexicon_does_not_list_is_caught_by_the_learned_layer():
     from judges.local import crisis_languages
 

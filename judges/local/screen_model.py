@@ -38,6 +38,7 @@ from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.pipeline import FeatureUnion
+from wordfreq import zipf_frequency
 
 from app.core.config import REPO_ROOT
 from app.core.text import words
@@ -62,6 +63,7 @@ TRAIN_DIRS = (REPO_ROOT / "scenarios" / "screen" / "train", REPO_ROOT / "scenari
 SETTINGS = {"c": 10.0, "folds": 5, "dev_share": 0.25, "recall_target": 0.96, "recall_target_other_languages": 0.93,
             "english_kept": 0.999, "seed": 0}
 _LETTER = re.compile(r"[^\W\d_]")
+_PUNCTUATION = ".,;:!?\"'()"
 
 
 @dataclass(frozen=True)
@@ -473,7 +475,16 @@ class ScreenModel:
         if (judged := _too_short_to_judge(message)) is not None:
             return judged
         language_id = self.bundle["language_id"]
-        return bool(_english_probability(language_id, [message])[0] >= language_id["threshold"])
+        if _english_probability(language_id, [message])[0] >= language_id["threshold"]:
+            return True
+        # One misspelt word can tip a short English message over ("is it same as skitzofrenia":
+        # other languages spell the illness that way): read it again without the words English
+        # has never seen. A message in another language still reads as that language.
+        written = message.split()
+        seen = [w for w in written if zipf_frequency(w.strip(_PUNCTUATION).lower(), "en") > 0]
+        if len(seen) < 3 or len(seen) == len(written):
+            return False
+        return bool(_english_probability(language_id, [" ".join(seen)])[0] >= language_id["threshold"])
 
     def read_other_language(self, message: str) -> Reading:
         """A message in another language, as written."""
