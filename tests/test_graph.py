@@ -316,6 +316,19 @@ def test_a_medical_emergency_gets_the_crisis_reply_for_the_body_not_for_feelings
     assert bot.ask(feelings_thread, "thnks").answer == reply("crisis_continued", contacts=contacts)
 
 
+def test_someone_with_a_person_in_danger_gets_the_crisis_reply_for_the_one_helping(make_bot):
+    """A parent whose son is in danger is told what to do for him and to keep safe, not "let
+    someone know how you are feeling"."""
+    bot = make_bot()
+    contacts = contact_lines(bot.settings.crisis_contacts)
+    thread = bot.new_thread()
+    first = bot.ask(thread, "my son has just told me he is going to end his life and he has run off into the night")
+    assert first.route == "crisis" and first.answer == reply("crisis_someone_else", contacts=contacts)
+    assert "how you are feeling" not in first.answer and "stay with them" in first.answer
+    after = bot.ask(thread, "ok the police are on their way")
+    assert after.route == "crisis" and after.answer == reply("crisis_someone_else_continued", contacts=contacts)
+
+
 @pytest.mark.parametrize("situation", [
     "She's stopped her tablets and hasn't slept for three nights, she keeps saying the neighbours "
     "are watching her. What do we do?",

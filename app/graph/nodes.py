@@ -47,6 +47,8 @@ from app.small_talk import small_talk_reply
 from judges.local.crisis import crisis_earlier
 from judges.schema import DraftContext
 
+# The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
+_SOMEONE_ELSE_IN_DANGER = frozenset(["third_person", "third_person_risk", "third_person_danger", "missing_person"])
 _CHOICE = re.compile(r"^\s*(?:option\s*|number\s*|#)?([1-9])\b", re.IGNORECASE)
 _YES = re.compile(r"^\s*(yes|yeah|yep|yup|y|ok|okay|sure|that one|the first( one)?)\b", re.IGNORECASE)
 
@@ -96,6 +98,12 @@ class AnswerNodes:
             after_crisis=_crisis_in_previous_message(state.get("screen")),
             deadline=self.deadline(trace))
         screen = result.screen
+        if screen.route == "crisis" and screen.crisis_layer.startswith("model") \
+                and _crisis_in_previous_message(state.get("screen")):
+            # "she won't answer me", "the police are coming" after a crisis go on with it: the same
+            # words once more would not hear them. A message that says a new danger in so many
+            # words (a pattern) gets the reply for its own kind.
+            screen.crisis_layer = "conversation"
         if screen.crisis_layer == "conversation":  # the turn after a crisis keeps that crisis's kind
             screen.crisis_kind = state["screen"].crisis_kind
         trace.user_message, trace.notices = screen.text, list(screen.notices)
@@ -377,9 +385,10 @@ class AnswerNodes:
     def crisis_response(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "crisis"})
         screen = state["screen"]
-        continued, medical = screen.crisis_layer == "conversation", screen.crisis_kind == "medical_emergency"
-        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued, medical=medical),
-                "trace": trace}
+        situation = ("medical" if screen.crisis_kind == "medical_emergency"
+                     else "someone_else" if screen.crisis_kind in _SOMEONE_ELSE_IN_DANGER else "")
+        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=screen.crisis_layer == "conversation",
+                                       situation=situation), "trace": trace}
 
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:

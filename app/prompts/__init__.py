@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import yaml
 
@@ -50,10 +51,12 @@ def contact_lines(contacts: list[CrisisContact]) -> str:
     return "\n".join(f"- {c.name}: {c.contact}" + (f" ({c.note})" if c.note else "") for c in contacts)
 
 
-def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False, medical: bool = False) -> str:
-    """The crisis reply; `continued`: the turn after one, whatever it says; `medical`: someone's
-    body is in danger (a collapse, a reaction to a medicine), not their safety or anyone else's."""
-    name = "crisis_medical" if medical else "crisis"
+def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False,
+                 situation: Literal["", "medical", "someone_else"] = "") -> str:
+    """The crisis reply; `continued`: the turn after one, whatever it says; `situation`: someone's
+    body is in danger (a collapse, a reaction to a medicine), or the writer is with someone else in
+    danger (a daughter locked in the bathroom), rather than in danger themselves."""
+    name = f"crisis_{situation}" if situation else "crisis"
     return reply(f"{name}_continued" if continued else name, contacts=contact_lines(contacts))
 
 
