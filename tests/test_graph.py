@@ -327,6 +327,8 @@ def test_someone_with_a_person_in_danger_gets_the_crisis_reply_for_the_one_helpi
     assert "how you are feeling" not in first.answer and "stay with them" in first.answer
     after = bot.ask(thread, "ok the police are on their way")
     assert after.route == "crisis" and after.answer == reply("crisis_someone_else_continued", contacts=contacts)
+    # That message was a crisis too, so the next one still stays on the crisis route.
+    assert bot.ask(thread, "thanks").route == "crisis"
 
 
 @pytest.mark.parametrize("situation", [

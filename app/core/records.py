@@ -145,6 +145,7 @@ class InputScreen(Record):
     personal_advice: bool = False  # asks for advice on the writer's own case: a boundary reply
     boundary_kind: str = ""  # the learned layer's likeliest kind of such request ("missed_dose", …)
     crisis_kind: str = ""  # the learned layer's likeliest kind of crisis ("medical_emergency", …)
+    crisis_goes_on: bool = False  # read as a crisis by the learned layer alone right after one
     urgent: bool = False  # someone is unwell now: the answer leads with how to get help today
     follow_up: bool = False  # leans on the conversation so far ("tell me more", "why?")
 

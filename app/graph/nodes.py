@@ -98,13 +98,12 @@ class AnswerNodes:
             after_crisis=_crisis_in_previous_message(state.get("screen")),
             deadline=self.deadline(trace))
         screen = result.screen
-        if screen.route == "crisis" and screen.crisis_layer.startswith("model") \
-                and _crisis_in_previous_message(state.get("screen")):
-            # "she won't answer me", "the police are coming" after a crisis go on with it: the same
-            # words once more would not hear them. A message that says a new danger in so many
-            # words (a pattern) gets the reply for its own kind.
-            screen.crisis_layer = "conversation"
-        if screen.crisis_layer == "conversation":  # the turn after a crisis keeps that crisis's kind
+        # "she won't answer me", "the police are coming" after a crisis go on with it: the same
+        # words once more would not hear them. A message that says a new danger in so many words
+        # (a pattern) gets the reply for its own kind.
+        screen.crisis_goes_on = screen.route == "crisis" and screen.crisis_layer.startswith("model") \
+            and _crisis_in_previous_message(state.get("screen"))
+        if screen.crisis_layer == "conversation" or screen.crisis_goes_on:  # that crisis's kind
             screen.crisis_kind = state["screen"].crisis_kind
         trace.user_message, trace.notices = screen.text, list(screen.notices)
         trace.model_calls += result.model_calls
@@ -387,8 +386,9 @@ class AnswerNodes:
         screen = state["screen"]
         situation = ("medical" if screen.crisis_kind == "medical_emergency"
                      else "someone_else" if screen.crisis_kind in _SOMEONE_ELSE_IN_DANGER else "")
-        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=screen.crisis_layer == "conversation",
-                                       situation=situation), "trace": trace}
+        continued = screen.crisis_layer == "conversation" or screen.crisis_goes_on
+        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued, situation=situation),
+                "trace": trace}
 
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:
