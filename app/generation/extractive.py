@@ -25,23 +25,24 @@ Embed = Callable[[list[str]], np.ndarray]
 ANSWER_TYPE_BONUS = 0.1
 FOCUS_BONUS = 0.1  # a sentence of a section the last answer drew on, for a message that refers back to it
 REPEAT_PENALTY = 0.1  # a sentence an earlier answer said, for a follow-up that asks something of its own
-SAME_MEANING = 0.85
-# A list whose closest item is this much closer to the question than its lead-in is quoted with
-# its closest items only: up to MAX_ITEMS_ASKED, each within ITEM_BAND of the closest.
+SAME_MEANING = 0.85  # cosine similarity from which two sentences say the same thing
+# A list of at least MIN_ITEMS_TO_TRIM items whose closest item is ITEM_OVER_LEAD_IN closer to a
+# yes-or-no question than its lead-in is quoted with its closest items only: up to
+# MAX_ITEMS_ASKED, each within ITEM_BAND of the closest.
 MIN_ITEMS_TO_TRIM = 5
 ITEM_OVER_LEAD_IN = 0.1
 ITEM_BAND = 0.08
-MAX_ITEMS_ASKED = 3  # cosine similarity from which two sentences say the same thing
+MAX_ITEMS_ASKED = 3
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
 _NAME = re.compile(r"^(I|[A-Z][a-z]+(?:apine|idone|azole|pine|ine|ol)|NHS|GP)\b")
-# A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
 # An instruction: an imperative, maybe after the condition it applies to ("If these happen, get …").
 _INSTRUCTION = re.compile(r"^(?:if [^,]+,\s*)?(?:tell|ask|contact|call|get|seek|talk to|speak to|let|see|go to)\b",
                           re.IGNORECASE)
 _MYTH = re.compile(r"^myth\b\s*:", re.IGNORECASE)
-_CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)
+_CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)  # a list of conditions is quoted whole
+# A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
 _DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
 
 

@@ -86,7 +86,7 @@ class SourceIdentifier:
                 if own_topic is None:
                     own_topic = self.names_own_topic(question)
                 readings = [self._with_context(alone, read_on, part if len(parts) > 1 else question, own_topic)
-                            for part, alone, read_on in zip(parts, scored, scored[len(parts):], strict=False)]
+                            for part, alone, read_on in zip(parts, scored[: len(parts)], scored[len(parts):], strict=True)]
                 scored = [reading for reading, _ in readings]
                 used_context = context if any(continues for _, continues in readings) else ""
             if llm is not None:
