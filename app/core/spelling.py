@@ -28,6 +28,11 @@ MIN_SOUND = 4  # a shorter Metaphone code ("TP": depot, type, tip) says too litt
 SOUNDS_CUTOFF = 0.5  # a word that sounds the same must still share this much of its letters
 
 
+def is_english_word(word: str) -> bool:
+    """Whether English text has ever used `word` (wordfreq): "injecshun" and "skitzofrenia" no."""
+    return zipf_frequency(word.lower(), "en") > 0
+
+
 class Speller:
     def __init__(self, corpus_words: Iterable[str], known_words: Iterable[str] = (),
                  cutoff: float = 0.8, min_length: int = 4, phonetic: bool = False):
@@ -51,7 +56,7 @@ class Speller:
         if lower not in self._memo:
             candidates = [w for w in self._buckets.get(lower[0], ()) if abs(len(w) - len(lower)) <= 2]
             found = process.extractOne(lower, candidates, scorer=fuzz.ratio, score_cutoff=self.cutoff * 100)
-            if not found and self._sounds and zipf_frequency(lower, "en") == 0:
+            if not found and self._sounds and not is_english_word(lower):
                 found = process.extractOne(lower, self._sounds.get(jellyfish.metaphone(lower), ()),
                                            scorer=fuzz.ratio, score_cutoff=SOUNDS_CUTOFF * 100)
             if len(self._memo) > 50_000:

@@ -91,18 +91,17 @@ class AnswerNodes:
     def screen_input(self, state: ChatState, context: TurnContext) -> dict:
         turn = state.get("turn", 0) + 1
         trace = TurnTrace(turn=turn, user_message="", caf_mode=context.caf)
+        after_crisis = _crisis_in_previous_message(state.get("screen"))
         result = screen_message(
             state.get("user_input", ""), settings=self.settings, resources=self.services.resources,
             screener=self.services.crisis_screener, llm_allowed=context.caf == "on",
-            has_conversation=bool(state.get("messages")),
-            after_crisis=_crisis_in_previous_message(state.get("screen")),
+            has_conversation=bool(state.get("messages")), after_crisis=after_crisis,
             deadline=self.deadline(trace))
         screen = result.screen
         # "she won't answer me", "the police are coming" after a crisis go on with it: the same
         # words once more would not hear them. A message that says a new danger in so many words
         # (a pattern) gets the reply for its own kind.
-        screen.crisis_goes_on = screen.route == "crisis" and screen.crisis_layer.startswith("model") \
-            and _crisis_in_previous_message(state.get("screen"))
+        screen.crisis_goes_on = after_crisis and screen.route == "crisis" and screen.crisis_layer.startswith("model")
         if screen.crisis_layer == "conversation" or screen.crisis_goes_on:  # that crisis's kind
             screen.crisis_kind = state["screen"].crisis_kind
         trace.user_message, trace.notices = screen.text, list(screen.notices)

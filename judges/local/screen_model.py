@@ -38,9 +38,9 @@ from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.pipeline import FeatureUnion
-from wordfreq import zipf_frequency
 
 from app.core.config import REPO_ROOT
+from app.core.spelling import is_english_word
 from app.core.text import words
 from judges.local import artefacts, crisis_languages
 
@@ -481,7 +481,7 @@ class ScreenModel:
         # other languages spell the illness that way): read it again without the words English
         # has never seen. A message in another language still reads as that language.
         written = message.split()
-        seen = [w for w in written if zipf_frequency(w.strip(_PUNCTUATION).lower(), "en") > 0]
+        seen = [w for w in written if is_english_word(w.strip(_PUNCTUATION))]
         if len(seen) < 3 or len(seen) == len(written):
             return False
         return bool(_english_probability(language_id, [" ".join(seen)])[0] >= language_id["threshold"])
