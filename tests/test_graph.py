@@ -447,6 +447,32 @@ def test_a_new_question_we_do_not_cover_is_not_pulled_onto_the_last_topic(make_b
     assert trace.route == "no_match", trace.answer
 
 
+def test_a_follow_up_the_topic_does_not_cover_says_so_about_the_topic_and_leaves_it_as_it_was(make_bot):
+    """The knowledge base does not say whether NMS lasts: "not covered", about what we have on
+    side effects (not the list of every topic), and the next follow-up is read with NMS, not with
+    the unanswered one."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "whats NMS, saw it on my leaflet")
+    unanswered = bot.ask(thread, "is it permanent?")
+    assert unanswered.route == "no_match", unanswered.answer
+    assert "Side effects of antipsychotics" in unanswered.answer and "Clozapine" not in unanswered.answer
+    assert "care team" in unanswered.answer
+    after = bot.ask(thread, "does it go away?")
+    assert "permanent" not in after.identification.context, after.identification.context
+    assert after.route == "answer" and "S12" in after.citations, after.answer
+
+
+def test_the_list_of_topics_comes_once_per_conversation(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    first = bot.ask(thread, "what's the best recipe for banana bread with walnuts")
+    second = bot.ask(thread, "how do I renew my passport online?")
+    assert first.route == second.route == "no_match"
+    assert "Clozapine" in first.answer and "Clozapine" not in second.answer, second.answer
+    assert "pharmacist" in second.answer and "advice service" in second.answer
+
+
 def test_a_reference_to_something_the_message_itself_names_starts_a_new_topic(make_bot):
     bot = make_bot()
     thread = bot.new_thread()

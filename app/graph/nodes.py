@@ -151,8 +151,14 @@ class AnswerNodes:
             last_sources = [c.source_id for c in self._last_answer_sources(state)]
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
                                                                last_sources=last_sources)
-            # A message read with the topic continues it; one that stood alone starts a new one.
-            topic = [topic[0], text] if identification.context else [text]
+            # A message read with the topic continues it, one that stood alone starts a new one;
+            # one read with the topic that it does not cover leaves the topic as it was, so the
+            # next follow-up is read with what was answered ("does it go away?" after "is it
+            # permanent?" after NMS).
+            if not identification.context:
+                topic = [text]
+            elif identification.outcome != "none":
+                topic = [topic[0], text]
             match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen),
                                               request=screen.boundary_kind)
             if screen.urgent and match is not None and match.card.kind == "boundary":
@@ -407,8 +413,18 @@ class AnswerNodes:
             lines = "\n".join(f"{n}. {c.title}" for n, c in enumerate(options, 1))
             return {"answer": reply("clarify", options=lines), "clarify_candidates": options,
                     "trace": trace}
-        topics = topics_list(self.services.topic_titles())
-        return {"answer": reply("no_match", topics=topics), "clarify_candidates": [], "trace": trace}
+        return {"answer": self._not_covered(state), "clarify_candidates": [], "trace": trace}
+
+    def _not_covered(self, state: ChatState) -> str:
+        """"Not covered", with who can help. In a conversation, about what it is about ("is it
+        permanent?" after NMS: what we have on side effects does not say); otherwise with the
+        topics we cover, listed in full once per conversation."""
+        if state["identification"].context and (last := self._last_answer_sources(state)):
+            return reply("no_match_in_topic", titles=" and ".join(f'"{c.title}"' for c in last[:2]))
+        listed = reply("no_match", topics=topics_list(self.services.topic_titles()))
+        if any(listed in said for said in _said(state, AIMessage)):
+            return reply("no_match_again")
+        return listed
 
     # -- delivery ----------------------------------------------------------------------------
     @timed("respond")
