@@ -102,6 +102,25 @@ def test_a_word_spelt_as_it_sounds_is_read_by_sound_but_a_real_word_is_not():
     assert by_sound.correct("every fortnight") == "every fortnight"
 
 
+def test_texting_forms_are_written_out_but_the_knowledge_base_s_own_words_are_not():
+    informal = Speller(["cause", "violent", "shed"], informal=True)
+    assert informal.correct("is she gonna be violent") == "is she going to be violent"
+    assert informal.correct("idk, dont wanna") == "i do not know, do not want to"
+    assert informal.correct("the cause") == "the cause"  # not "'cause" (because)
+    assert informal.correct("the shed") == "the shed"  # a word it uses, not "she'd"
+    assert Speller(["violent"]).correct("gonna") == "gonna"  # only where asked for
+
+
+@pytest.mark.slow
+def test_a_question_in_texting_words_is_found_as_if_written_out(default_identifier):
+    """"gonna" is no word of the knowledge base: left as it is, it carried half the meaning of a
+    short question, and "is she gonna be violent" looked like one we do not cover."""
+    identify = default_identifier.identify
+    texting, written = identify("is she gonna be violent"), identify("is she going to be violent")
+    assert texting.outcome == written.outcome == "clear", (texting, written)
+    assert texting.candidates[0].source_id == written.candidates[0].source_id == "S28"
+
+
 def test_metrics():
     assert recall_at(["S1"], ["S2", "S1"], 1) == 0.0 and recall_at(["S1"], ["S2", "S1"], 3) == 1.0
     assert recall_at(["S1", "S2"], ["S2", "S9", "S1"], 1) == 1.0  # capped at k

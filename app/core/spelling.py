@@ -9,8 +9,12 @@ millisecond. A word spelt as it sounds ("injecshun", "medikashun") is too far fr
 for that; with `phonetic`, a word that is no English word at all (wordfreq has never seen it) is
 read as the vocabulary word that sounds the same (jellyfish's Metaphone code) and shares half its
 letters. Metaphone alone is too coarse for real words ("fortnight" sounds like "frightened").
-Retrieval corrects against the knowledge base's words (phonetically too); the crisis screen
-against its own short list of risk words.
+With `informal`, texting forms the knowledge base never uses are first written out
+(the `contractions` package: "gonna" -> "going to", "dont" -> "do not", "idk" -> "I do not know"):
+left as they are, they read as words the knowledge base lacks, and "is she gonna be violent" looked
+like a question it does not cover. Words the knowledge base uses are never rewritten ("cause").
+Retrieval corrects against the knowledge base's words (phonetically and informally too); the crisis
+screen against its own short list of risk words.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import cache
 
+import contractions
 import jellyfish
 from rapidfuzz import fuzz, process
 from wordfreq import zipf_frequency
@@ -28,6 +34,13 @@ MIN_SOUND = 4  # a shorter Metaphone code ("TP": depot, type, tip) says too litt
 SOUNDS_CUTOFF = 0.5  # a word that sounds the same must still share this much of its letters
 
 
+@cache
+def written_out(word: str) -> str:
+    """A texting form or a contraction without its apostrophe, written out ("wont" -> "will not");
+    any other word as it is."""
+    return contractions.fix(word, leftovers=False, slang=True)
+
+
 def is_english_word(word: str) -> bool:
     """Whether English text has ever used `word` (wordfreq): "injecshun" and "skitzofrenia" no."""
     return zipf_frequency(word.lower(), "en") > 0
@@ -35,10 +48,10 @@ def is_english_word(word: str) -> bool:
 
 class Speller:
     def __init__(self, corpus_words: Iterable[str], known_words: Iterable[str] = (),
-                 cutoff: float = 0.8, min_length: int = 4, phonetic: bool = False):
+                 cutoff: float = 0.8, min_length: int = 4, phonetic: bool = False, informal: bool = False):
         self.vocabulary = {w.lower() for w in corpus_words}
         self.known = {w.lower() for w in known_words} | self.vocabulary
-        self.cutoff, self.min_length = cutoff, min_length
+        self.cutoff, self.min_length, self.informal = cutoff, min_length, informal
         self._buckets: dict[str, list[str]] = defaultdict(list)
         self._sounds: dict[str, list[str]] = defaultdict(list)  # by Metaphone code, if `phonetic`
         for word in sorted(self.vocabulary):
@@ -51,6 +64,8 @@ class Speller:
 
     def correct_word(self, word: str) -> str:
         lower = word.lower()
+        if self.informal and lower not in self.vocabulary and (full := written_out(lower)) != lower:
+            return full
         if len(lower) < self.min_length or lower in self.known:
             return word
         if lower not in self._memo:

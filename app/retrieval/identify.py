@@ -49,7 +49,7 @@ class SourceIdentifier:
         self.index_report = None  # set by open_identifier: what opening the index had to do
         self.speller = Speller(corpus_words(c.text for c in index.chunks),
                                index.embedder.known_words(), cutoff=settings.retrieval.spelling_cutoff,
-                               phonetic=True)
+                               phonetic=True, informal=True)
 
     def with_settings(self, settings: Settings) -> SourceIdentifier:
         """The same knowledge base and index, read with other retrieval settings (thresholds,
@@ -145,7 +145,8 @@ class SourceIdentifier:
         return bool(found) and found[0][1] >= self.settings.retrieval.clear_threshold
 
     def correct_spelling(self, text: str) -> str:
-        """Misspelt words read as the knowledge base's words ("alchol" -> "alcohol")."""
+        """Misspelt words and texting forms read as the knowledge base's words ("alchol" ->
+        "alcohol", "gonna" -> "going to")."""
         return self.speller.correct(text)
 
     # -- retrieval ---------------------------------------------------------------------------
