@@ -7,7 +7,7 @@ import pytest
 
 from app.core.records import SourceText
 from app.core.text import citations_in, split_sentences, strip_citations
-from app.generation.extractive import compose_extractive_answer, source_sentences
+from app.generation.extractive import compose_extractive_answer, leans_back, source_sentences
 
 SLEEP = SourceText(id="S22", title="Sleep", text="""# Sleep
 
@@ -149,6 +149,14 @@ def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_b
                                        [side_effects], embedder.encode)
     lead, following = split_sentences(answer)[:2]
     assert lead.startswith("Tardive dyskinesia is") and following.startswith("It causes movements"), answer
+
+
+@pytest.mark.parametrize(("sentence", "leans"), [
+    ("Most are not violent.", True), ("Some of them help with sleep.", True), ("They can help.", True),
+    ("Most people are not violent.", False), ("All antipsychotics can cause it.", False),
+])
+def test_a_sentence_that_stands_for_what_came_before_leans_on_it(sentence, leans):
+    assert leans_back(sentence) is leans
 
 
 @pytest.mark.slow

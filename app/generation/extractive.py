@@ -43,7 +43,11 @@ _INSTRUCTION = re.compile(r"^(?:if [^,]+,\s*)?(?:tell|ask|contact|call|get|seek|
 _MYTH = re.compile(r"^myth\b\s*:", re.IGNORECASE)
 _CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)  # a list of conditions is quoted whole
 # A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
-_DANGLING = re.compile(r"^(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b", re.IGNORECASE)
+# So does a quantity standing for people or things named before ("Most are not violent", "Some of
+# them…"); "Most people…" names its own.
+_DANGLING = re.compile(r"^(?:(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or)\b"
+                       r"|(most|many|some|others|both|all|each|several|few)\s+(of (them|these|those)|are|is|was|were|"
+                       r"do|does|have|has|can|will|may|might|find|feel|say|get|need)\b)", re.IGNORECASE)
 
 
 def leans_back(sentence: str) -> bool:
