@@ -1,4 +1,5 @@
-"""Replies to small talk: greetings, thanks, goodbyes, "what can you do?", "are you a bot?".
+"""Replies to small talk: greetings, thanks, goodbyes, "what can you do?", "are you a bot?", "is
+this private?".
 
 The input screen decides that a message is small talk (its learned layer); this module only picks
 which kind, from the words people use for each or, when none is there, the learned layer's own
@@ -13,8 +14,13 @@ import re
 
 from app.prompts import reply
 
-# Checked in this order: "thanks, bye" is a goodbye; "hi, what can you do?" asks what we do.
+# Checked in this order: "thanks, bye" is a goodbye; "hi, what can you do?" asks what we do;
+# "thanks, is this saved?" asks about privacy.
 _KINDS: list[tuple[str, re.Pattern[str]]] = [
+    ("privacy", re.compile(r"\b(record(ed|ing)?|sav(e|ed|ing)|stor(e|ed|ing)|private|"
+                           r"privacy|confidential|anonymous|secret|delete|erase|remove (it|this|my)|"
+                           r"who (can|could|will|gets to) (see|read|know)|(see|read) (this|my|what i)|my data|"
+                           r"data protection|gdpr)\b")),
     ("capabilities", re.compile(r"\b(what (can|do|could) (you|i)|what are you for|how (does|do) (this|it|you) work|"
                                 r"what (is|'s) this|help me|what can i ask|what do you (do|know|cover))\b")),
     ("identity", re.compile(r"\b(who (made|built|created|wrote|runs|are)|are you (a |an )?(bot|robot|human|person|real|ai|"
@@ -44,11 +50,12 @@ EXAMPLES_FROM = 12  # the sources a first visit hears about: the knowledge base'
 
 
 def small_talk_reply(text: str, headline_questions: list[str], asked: set[str], *, seed: int = 0,
-                     learned: str = "") -> str:
+                     learned: str = "", models_used: bool = False) -> str:
     """The reply for this kind of small talk, with up to three example questions not yet asked:
     each source's headline question (the first of its `questions:`), in the knowledge base's
     order, picked from the first few still unasked, so a newcomer hears about the core topics."""
     kind = kind_of(text, learned)
     fresh = [q for q in headline_questions if q.lower() not in asked][:EXAMPLES_FROM]
     examples = random.Random(seed).sample(fresh, k=min(3, len(fresh)))
-    return reply(f"small_talk_{kind}", examples="\n".join(f"- {q}" for q in examples))
+    return reply(f"small_talk_{kind}", examples="\n".join(f"- {q}" for q in examples),
+                 model_line=" " + reply("privacy_models_used") if models_used else "")

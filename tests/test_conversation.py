@@ -62,6 +62,21 @@ def test_small_talk_is_told_apart_by_its_words_first_then_by_the_learned_reading
     assert kind_of("nice one", learned="small_talk") == "other"
 
 
+@pytest.mark.parametrize("message", ["is this chat being recorded?", "who can see what i write here",
+                                     "do u save my messages", "thanks. is this confidential?"])
+def test_a_question_about_privacy_hears_what_is_kept_who_can_read_it_and_how_to_delete_it(bot, message):
+    trace = bot.ask(bot.new_thread(), message)
+    assert trace.route == "small_talk", trace.route
+    assert "saved by the service" in trace.answer and "Delete this conversation" in trace.answer, trace.answer
+    assert "AI model" not in trace.answer  # offline: the messages go nowhere else
+
+
+def test_with_a_model_configured_the_privacy_reply_says_the_messages_go_to_it_too(make_bot):
+    bot = make_bot(models={"chat": {"provider": "openai", "model": "any", "base_url": "http://127.0.0.1:9/v1"}})
+    trace = bot.ask(bot.new_thread(), "is this private?")
+    assert "AI model service" in trace.answer, trace.answer
+
+
 def test_small_talk_never_hides_a_crisis(bot):
     trace = bot.ask(bot.new_thread(), "hi. i want to die")
     assert trace.route == "crisis"

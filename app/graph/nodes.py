@@ -19,6 +19,7 @@ from langchain_core.messages.utils import count_tokens_approximately, trim_messa
 from langgraph.runtime import Runtime
 
 from app.core import answer_types
+from app.core.config import ROLES
 from app.core.errors import ModelError
 from app.core.models import Deadline, call_text
 from app.core.records import (
@@ -401,7 +402,9 @@ class AnswerNodes:
         asked = {m.lower() for m in _said(state, HumanMessage)}
         questions = [source.questions[0] for source in self.services.identifier.knowledge_base if source.questions]
         screen = state["screen"]
-        answer = small_talk_reply(screen.text, questions, asked, seed=state["turn"], learned=screen.small_talk_kind)
+        models_used = any(self.settings.models.for_role(role).enabled for role in ROLES)
+        answer = small_talk_reply(screen.text, questions, asked, seed=state["turn"], learned=screen.small_talk_kind,
+                                  models_used=models_used)
         return {"answer": answer, "trace": trace}
 
     @timed("clarify")
