@@ -7,7 +7,12 @@ import pytest
 
 from app.core.records import SourceText
 from app.core.text import citations_in, split_sentences, strip_citations
-from app.generation.extractive import compose_extractive_answer, leans_back, source_sentences
+from app.generation.extractive import (
+    compose_extractive_answer,
+    leans_back,
+    overview,
+    source_sentences,
+)
 
 SLEEP = SourceText(id="S22", title="Sleep", text="""# Sleep
 
@@ -250,6 +255,26 @@ def test_a_question_says_whether_it_asks_if_one_thing_is_so(question, yes_or_no)
     from app.core.answer_types import asks_yes_or_no
 
     assert asks_yes_or_no(question) is yes_or_no
+
+
+@pytest.mark.parametrize(("message", "asks"), [
+    ("my brother started clozapine 2 weeks ago", False), ("im on aripiprazole", False),
+    ("my son got diagnosed last month", False),
+    ("stress makes my symptoms worse, how do i calm down", True),  # a later clause asks
+    ("i hear voices and i dont know what to do", True), ("tell me about clozapine", True),
+    ("clozapine side effects", True),  # about nobody: a search
+])
+def test_a_message_says_whether_it_asks_anything(message, asks):
+    from app.core.answer_types import asks_anything
+
+    assert asks_anything(message) is asks
+
+
+def test_the_overview_of_a_source_is_its_opening_paragraph_cited(knowledge_base):
+    source = knowledge_base.get("S11")
+    text = overview(SourceText(id=source.id, title=source.title, text=source.body))
+    assert text.startswith("Clozapine is an antipsychotic medicine") and text.count("[S11]") == 3, text
+    assert "##" not in text and "blood test" not in text
 
 
 def test_rare_question_words_weigh_more_than_common_ones():

@@ -463,6 +463,26 @@ def test_a_follow_up_the_topic_does_not_cover_says_so_about_the_topic_and_leaves
     assert after.route == "answer" and "S12" in after.citations, after.answer
 
 
+def test_a_message_that_only_says_something_hears_what_its_topic_is(make_bot):
+    """Not sentences chosen by likeness to what was said: "started … 2 weeks ago" had drawn
+    "Contact your clozapine team before taking any more", from the section on missed doses."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "my brother started clozapine 2 weeks ago")
+    assert trace.route == "answer" and trace.answer.startswith("Clozapine is an antipsychotic"), trace.answer
+    assert "before taking any more" not in trace.answer
+
+
+def test_it_completing_a_phrase_is_the_medicine_named_before(make_bot):
+    """"side effects of it?" after "im on aripiprazole": nothing before "it" is what it stands for,
+    so the clozapine source's side effects are not added."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "im on aripiprazole")
+    trace = bot.ask(thread, "side effects of it?")
+    assert "aripiprazole" in trace.resolved_question, trace.resolved_question
+    assert "S12" in trace.citations and "S11" not in trace.citations, trace.answer
+
+
 def test_the_list_of_topics_comes_once_per_conversation(make_bot):
     bot = make_bot()
     thread = bot.new_thread()

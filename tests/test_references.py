@@ -50,6 +50,9 @@ def test_what_a_message_says_before_its_first_reference():
         == "my brother has schizophrenia, does "
     assert before_reference("is it safe with alcohol?") == "is "
     assert before_reference("what about for kids?") == "what about for kids?"  # no reference at all
+    # A phrase the reference completes names what is asked, not what "it" is.
+    assert before_reference("side effects of it?") == ""
+    assert before_reference("my son has schizophrenia, what are the chances of it") == "my son has schizophrenia"
 
 
 @pytest.mark.parametrize(("title", "question", "other"), [

@@ -56,6 +56,27 @@ def asks_yes_or_no(question: str) -> bool:
     return any(_YES_OR_NO.match(s) for s in sentences) and not any(_OPEN.match(s) for s in sentences)
 
 
+# A request in other words than a question ("please explain…", "I need to know…", "any tips").
+_REQUEST = re.compile(r"\b(?:please|pls|plz|help|advice|tips?|ideas?|info|information|need to know|want to know|"
+                      r"wondering|wonder|curious|explain|tell me|can you|could you|would you|"
+                      r"(?:don'?t|do not|not sure|no idea|unsure) (?:know )?(?:what|how|why|if|whether|where|who))\b",
+                      re.IGNORECASE)
+# Who a statement is about: without one, a message that asks nothing is a search ("clozapine side
+# effects"), not something said.
+_PERSONAL = re.compile(r"\b(?:i|i'?m|im|i'?ve|ive|my|me|we|we'?re|our|us|he|he'?s|she|she'?s|his|her|they|they'?re|"
+                       r"their|them)\b", re.IGNORECASE)
+
+
+def asks_anything(message: str) -> bool:
+    """Whether the message asks something, as a question, a request or a search ("clozapine side
+    effects"); "my brother started clozapine 2 weeks ago" only says something about someone."""
+    if "?" in message or _REQUEST.search(message) or not _PERSONAL.search(message):
+        return True
+    # Any clause may ask: "stress makes it worse, how do i calm down"
+    clauses = [c for c in re.split(r"(?<=[.!,;:])\s+|\s+(?:and|but|so|or)\s+", message.strip()) if c]
+    return any(_YES_OR_NO.match(c) or _OPEN.match(c) for c in clauses)
+
+
 def wanted(question: str) -> AnswerType | None:
     """The kind of answer `question` asks for, if it is one we recognise."""
     return next((kind for kind, pattern in _WANTS if pattern.search(question)), None)

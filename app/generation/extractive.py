@@ -156,6 +156,16 @@ def passages(body: str) -> list[Passage]:
     return found
 
 
+def overview(source: SourceText, max_sentences: int = 3) -> str:
+    """What the source's topic is, cited: the opening paragraph, before its first heading. For a
+    message that asks nothing ("my brother started clozapine 2 weeks ago"): any other sentence,
+    chosen by likeness to the message, would answer a question nobody asked ("Contact your
+    clozapine team before taking any more", from the section on missed doses)."""
+    found = passages(source.text)
+    opening = [p for p in found if p.section == found[0].section and not p.is_list][:max_sentences] if found else []
+    return " ".join(f"{sentence} [{source.id}]" for p in opening for sentence in split_sentences(p.text))
+
+
 def source_sentences(body: str) -> list[str]:
     return [p.text for p in passages(body)]
 

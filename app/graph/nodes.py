@@ -34,7 +34,7 @@ from app.core.records import (
 )
 from app.core.text import citations_in, split_sentences
 from app.generation.cards import led_by_answer
-from app.generation.extractive import compose_extractive_answer
+from app.generation.extractive import compose_extractive_answer, overview
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
 from app.kb.cards import AnswerCard
@@ -323,13 +323,17 @@ class AnswerNodes:
         # sentences would read as said of it; the best source stays, whatever it is.
         about = state["trace"].resolved_question or asked
         docs = docs[:1] + [d for d in docs[1:] if not about_another_medicine(d.title, about)]
+        continues = state["screen"].follow_up or bool(identification.context)
+        if docs and not continues and not answer_types.asks_anything(asked) and state["trace"].route == "answer":
+            # It only says something ("my brother started clozapine 2 weeks ago"): what its topic
+            # is; the suggestions offer what to ask next.
+            return "\n\n".join([overview(docs[0]), reply("verification_reminder")])
         # "Tell me more" gets what was not said yet; a follow-up that asks something of its own
         # ("can it be permanent?") may need again what the last answer said in passing.
         earlier = _said(state, AIMessage) if state["screen"].follow_up else []
         more = adds_no_topic(state["screen"].text)
         said = [*(earlier if more else []), self._lead(state)]  # the lead already says how to get help
         # "can it be permanent?" continuing the conversation: "it" is what the last answer was about.
-        continues = state["screen"].follow_up or bool(identification.context)
         focus = (_said(state, AIMessage) or [""])[-1] if continues and refers_back(asked) else ""
         # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
         meant = [self.services.identifier.correct_spelling(p) for p in parts]

@@ -47,12 +47,25 @@ def refers_back(text: str) -> bool:
     return bool(_BACK.search(text))
 
 
+# A phrase still open before the reference ("side effects of", "how much of"): the reference
+# completes it, so what the phrase names is what is asked about, not what "it" stands for.
+_OPEN_PHRASE = re.compile(r"\b(?:of|about|for|with|on|from|to|in|at|into|off)\s*$", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[,.;:?!]|\b(?:and|but|so)\b", re.IGNORECASE)
+
+
 def before_reference(text: str) -> str:
-    """What the message says before its first reference word ("my brother has schizophrenia, does"
-    of "… does that mean I'll get it too?"): if that names a topic, the reference may point back
-    into the message itself, not to the conversation."""
+    """What the message says before its first reference word that could be what it stands for
+    ("my brother has schizophrenia, does" of "… does that mean I'll get it too?"): if that names a
+    topic, the reference may point back into the message itself, not to the conversation. A phrase
+    the reference completes is not such a thing: "side effects of it?" says nothing before "it"
+    that "it" could be; "my son has schizophrenia, what are the chances of it" says "my son has
+    schizophrenia"."""
     match = _BACK.search(text)
-    return text[:match.start()] if match else text
+    lead = text[:match.start()] if match else text
+    if match and _OPEN_PHRASE.search(lead):
+        ends = list(_CLAUSE_END.finditer(lead))
+        lead = lead[:ends[-1].start()] if ends else ""
+    return lead
 
 
 def resolve(text: str, topic: list[str]) -> str:
