@@ -331,6 +331,19 @@ def test_someone_with_a_person_in_danger_gets_the_crisis_reply_for_the_one_helpi
     assert bot.ask(thread, "thanks").route == "crisis"
 
 
+def test_someone_threatened_by_another_person_is_told_to_get_to_a_safe_place(make_bot):
+    """Harm to others: the writer may be the one threatened, or afraid of what they might do; the
+    reply speaks to both, not "let someone know how you are feeling"."""
+    bot = make_bot()
+    contacts = contact_lines(bot.settings.crisis_contacts)
+    thread = bot.new_thread()
+    first = bot.ask(thread, "my son is threatening to kill me and he's blocking the door")
+    assert first.route == "crisis" and first.answer == reply("crisis_harm", contacts=contacts)
+    assert "safe place" in first.answer and "how you are feeling" not in first.answer
+    after = bot.ask(thread, "ok")
+    assert after.route == "crisis" and after.answer == reply("crisis_harm_continued", contacts=contacts)
+
+
 @pytest.mark.parametrize("situation", [
     "She's stopped her tablets and hasn't slept for three nights, she keeps saying the neighbours "
     "are watching her. What do we do?",

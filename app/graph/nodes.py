@@ -395,7 +395,8 @@ class AnswerNodes:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "crisis"})
         screen = state["screen"]
         situation = ("medical" if screen.crisis_kind == "medical_emergency"
-                     else "someone_else" if screen.crisis_kind in _SOMEONE_ELSE_IN_DANGER else "")
+                     else "someone_else" if screen.crisis_kind in _SOMEONE_ELSE_IN_DANGER
+                     else "harm" if screen.crisis_kind == "harm_to_others" else "")
         continued = screen.crisis_layer == "conversation" or screen.crisis_goes_on
         return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued, situation=situation),
                 "trace": trace}

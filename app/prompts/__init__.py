@@ -52,10 +52,11 @@ def contact_lines(contacts: list[CrisisContact]) -> str:
 
 
 def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False,
-                 situation: Literal["", "medical", "someone_else"] = "") -> str:
+                 situation: Literal["", "medical", "someone_else", "harm"] = "") -> str:
     """The crisis reply; `continued`: the turn after one, whatever it says; `situation`: someone's
-    body is in danger (a collapse, a reaction to a medicine), or the writer is with someone else in
-    danger (a daughter locked in the bathroom), rather than in danger themselves."""
+    body is in danger (a collapse, a reaction to a medicine), the writer is with someone else in
+    danger (a daughter locked in the bathroom), or someone may harm another person (the writer
+    threatened, or afraid of what they might do), rather than the writer in danger themselves."""
     name = f"crisis_{situation}" if situation else "crisis"
     return reply(f"{name}_continued" if continued else name, contacts=contact_lines(contacts))
 
