@@ -50,9 +50,14 @@ _DANGLING = re.compile(r"^(?:(they|these|this|that|those|it|its|he|she|there|als
                        r"do|does|have|has|can|will|may|might|find|feel|say|get|need)\b)", re.IGNORECASE)
 
 
+# And one that adds to or compares with what came before ("Never stop clozapine on your own
+# either.", "Contact your clozapine team before taking any more."): alone, it says too little.
+_ADDS_TO = re.compile(r"\b(?:either|too|as well)\W*$|\bany more\b", re.IGNORECASE)
+
+
 def leans_back(sentence: str) -> bool:
-    """The sentence opens by leaning on the one before it ("They can…"), so it reads badly first."""
-    return bool(_DANGLING.match(sentence))
+    """The sentence leans on the one before it ("They can…", "… either."), so it reads badly first."""
+    return bool(_DANGLING.match(sentence) or _ADDS_TO.search(sentence))
 
 
 @dataclass(frozen=True)
