@@ -19,6 +19,7 @@ from app.prompts import reply
 _KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("privacy", re.compile(r"\b(record(ed|ing)?|sav(e|ed|ing)|stor(e|ed|ing)|private|"
                            r"privacy|confidential|anonymous|secret|delete|erase|remove (it|this|my)|"
+                           r"keep(ing)? (my|these|our|the) (messages|chats?|conversations?|data)|"
                            r"who (can|could|will|gets to) (see|read|know)|(see|read) (this|my|what i)|my data|"
                            r"data protection|gdpr)\b")),
     ("capabilities", re.compile(r"\b(what (can|do|could) (you|i)|what are you for|how (does|do) (this|it|you) work|"
@@ -34,6 +35,20 @@ _KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("greeting", re.compile(r"\b(hi+|hello+|hey+|hiya|heya|yo|howdy|morning|afternoon|evening|g'?day|"
                             r"greetings|namaste|salaam|how are (you|things)|how'?s it going|hru|sup)\b")),
 ]
+
+
+# This conversation itself, as opposed to health records ("is this chat private?", "will my doctor
+# see what I write here?", "do you keep my messages?").
+_THIS_CHAT = re.compile(r"\b(this (chat|conversation|app|bot|service|site)|(chat|talk|write|type|say)(ing)? (here|to you)|"
+                        r"what i (write|say|type|tell you)|(my|these|our) (messages|chats?|conversations?)|"
+                        r"you (save|store|keep|record|share|read))\b")
+
+
+def about_this_chat(text: str) -> bool:
+    """A question about the privacy of this conversation, whatever the screen made of it: the
+    knowledge base's confidentiality of health records would answer it with a false assurance."""
+    lowered = text.lower().replace("’", "'")
+    return bool(_THIS_CHAT.search(lowered)) and kind_of(lowered) == "privacy"
 
 
 # The learned layer's small-talk classes that name a kind of reply.

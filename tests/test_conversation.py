@@ -63,12 +63,19 @@ def test_small_talk_is_told_apart_by_its_words_first_then_by_the_learned_reading
 
 
 @pytest.mark.parametrize("message", ["is this chat being recorded?", "who can see what i write here",
-                                     "do u save my messages", "thanks. is this confidential?"])
+                                     "do u save my messages", "thanks. is this confidential?",
+                                     "is this chat private? will my doctor see what i write here",
+                                     "do you keep my messages"])
 def test_a_question_about_privacy_hears_what_is_kept_who_can_read_it_and_how_to_delete_it(bot, message):
     trace = bot.ask(bot.new_thread(), message)
     assert trace.route == "small_talk", trace.route
     assert "saved by the service" in trace.answer and "Delete this conversation" in trace.answer, trace.answer
     assert "AI model" not in trace.answer  # offline: the messages go nowhere else
+
+
+def test_a_question_about_health_records_is_answered_from_the_knowledge_base_not_about_this_chat(bot):
+    trace = bot.ask(bot.new_thread(), "is my health information private")
+    assert trace.route == "answer" and "S29" in trace.citations, trace.answer
 
 
 def test_with_a_model_configured_the_privacy_reply_says_the_messages_go_to_it_too(make_bot):

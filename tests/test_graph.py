@@ -331,6 +331,18 @@ def test_someone_with_a_person_in_danger_gets_the_crisis_reply_for_the_one_helpi
     assert bot.ask(thread, "thanks").route == "crisis"
 
 
+def test_an_overdose_taken_hears_it_needs_a_doctor_now_and_small_talk_after_a_crisis_hears_the_contacts(make_bot):
+    bot = make_bot()
+    contacts = contact_lines(bot.settings.crisis_contacts)
+    thread = bot.new_thread()
+    first = bot.ask(thread, "i took all my quetiapine like 20 mins ago. i feel really sleepy")
+    assert first.route == "crisis" and first.answer == reply("crisis_overdose", contacts=contacts)
+    assert "even if you feel all right" in first.answer
+    assert bot.ask(thread, "my flatmate is here").answer == reply("crisis_overdose_continued", contacts=contacts)
+    after = bot.ask(thread, "ok")  # a turn later, small talk: the contacts again, not example questions
+    assert after.route == "small_talk" and after.answer == reply("crisis_reminder", contacts=contacts), after.answer
+
+
 def test_someone_threatened_by_another_person_is_told_to_get_to_a_safe_place(make_bot):
     """Harm to others: the writer may be the one threatened, or afraid of what they might do; the
     reply speaks to both, not "let someone know how you are feeling"."""

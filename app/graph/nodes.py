@@ -44,7 +44,7 @@ from app.retrieval.condense import condense
 from app.retrieval.references import about_another_medicine, refers_back
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
-from app.small_talk import small_talk_reply
+from app.small_talk import about_this_chat, small_talk_reply
 from judges.local.crisis import crisis_earlier
 from judges.schema import DraftContext
 
@@ -114,6 +114,8 @@ class AnswerNodes:
                 contacts=contact_lines(self.settings.crisis_contacts)))
         if screen.route == "small_talk" and _resolve_clarification(screen.text, state.get("clarify_candidates") or []):
             screen.route = "answer"  # "2", "yes": the answer to our own "did you mean …?"
+        elif screen.route == "answer" and about_this_chat(screen.text):
+            screen.route = "small_talk"  # "is this chat private?": about us, not health records
         trace.route = screen.route
         return {"turn": turn, "screen": screen, "trace": trace, "identification": None,
                 "card": None, "card_confident": False, "draft": "", "answer": ""}
@@ -395,6 +397,7 @@ class AnswerNodes:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "crisis"})
         screen = state["screen"]
         situation = ("medical" if screen.crisis_kind == "medical_emergency"
+                     else "overdose" if screen.crisis_kind == "overdose_taken"
                      else "someone_else" if screen.crisis_kind in _SOMEONE_ELSE_IN_DANGER
                      else "harm" if screen.crisis_kind == "harm_to_others" else "")
         continued = screen.crisis_layer == "conversation" or screen.crisis_goes_on
@@ -407,6 +410,9 @@ class AnswerNodes:
         asked = {m.lower() for m in _said(state, HumanMessage)}
         questions = [source.questions[0] for source in self.services.identifier.knowledge_base if source.questions]
         screen = state["screen"]
+        if reminder := self.crisis_reminder(state):
+            # "ok" soon after someone said they or another were in danger: not example questions.
+            return {"answer": reminder, "trace": trace}
         models_used = any(self.settings.models.for_role(role).enabled for role in ROLES)
         answer = small_talk_reply(screen.text, questions, asked, seed=state["turn"], learned=screen.small_talk_kind,
                                   models_used=models_used)

@@ -52,9 +52,10 @@ def contact_lines(contacts: list[CrisisContact]) -> str:
 
 
 def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False,
-                 situation: Literal["", "medical", "someone_else", "harm"] = "") -> str:
+                 situation: Literal["", "medical", "overdose", "someone_else", "harm"] = "") -> str:
     """The crisis reply; `continued`: the turn after one, whatever it says; `situation`: someone's
-    body is in danger (a collapse, a reaction to a medicine), the writer is with someone else in
+    body is in danger (a collapse, a reaction to a medicine), an overdose has been taken (a doctor
+    now, even if it feels all right), the writer is with someone else in
     danger (a daughter locked in the bathroom), or someone may harm another person (the writer
     threatened, or afraid of what they might do), rather than the writer in danger themselves."""
     name = f"crisis_{situation}" if situation else "crisis"
