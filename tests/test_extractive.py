@@ -160,6 +160,7 @@ def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_b
     ("Most are not violent.", True), ("Some of them help with sleep.", True), ("They can help.", True),
     ("Never stop clozapine on your own either.", True), ("Contact your team before taking any more.", True),
     ("Looking after your body helps your mind too.", True), ("Take it at the same time each day.", False),
+    ("Instead, you can: show you understand the feeling.", True), ("However, most people recover.", True),
     ("Most people are not violent.", False), ("All antipsychotics can cause it.", False),
 ])
 def test_a_sentence_that_stands_for_what_came_before_leans_on_it(sentence, leans):
