@@ -266,6 +266,7 @@ def test_a_question_says_whether_it_asks_if_one_thing_is_so(question, yes_or_no)
     ("stress makes my symptoms worse, how do i calm down", True),  # a later clause asks
     ("i hear voices and i dont know what to do", True), ("tell me about clozapine", True),
     ("clozapine side effects", True),  # about nobody: a search
+    ("my dad has it and he wont take his meds", True),  # a problem told asks for help with it
 ])
 def test_a_message_says_whether_it_asks_anything(message, asks):
     from app.core.answer_types import asks_anything

@@ -59,8 +59,10 @@ def asks_yes_or_no(question: str) -> bool:
 # A request in other words than a question ("please explain…", "I need to know…", "any tips").
 _REQUEST = re.compile(r"\b(?:please|pls|plz|help|advice|tips?|ideas?|info|information|need to know|want to know|"
                       r"wondering|wonder|curious|explain|tell me|can you|could you|would you|"
-                      r"(?:don'?t|do not|not sure|no idea|unsure) (?:know )?(?:what|how|why|if|whether|where|who))\b",
-                      re.IGNORECASE)
+                      r"(?:don'?t|do not|not sure|no idea|unsure) (?:know )?(?:what|how|why|if|whether|where|who))\b"
+                      # A problem told is a request too ("he won't take his meds", "she keeps…").
+                      r"|n'?t\b|\b(?:wont|cant|dont|doesnt|isnt|not|never|refuses?|refused|keeps?|stopped|worse|"
+                      r"scared|worried|struggling|problems?)\b", re.IGNORECASE)
 # Who a statement is about: without one, a message that asks nothing is a search ("clozapine side
 # effects"), not something said.
 _PERSONAL = re.compile(r"\b(?:i|i'?m|im|i'?ve|ive|my|me|we|we'?re|our|us|he|he'?s|she|she'?s|his|her|they|they'?re|"
