@@ -58,15 +58,21 @@ class Faults:
         self.lock = threading.Lock()
         self.injected: dict[str, int] = defaultdict(int)
 
-    def pick(self, role: str, options: list[str]) -> str:
+    def pick(self, role: str, options: list[str], first: str | None = None) -> str:
+        """`first`: the role's first reply, whatever the dice say."""
         with self.lock:
-            kind = options[0] if self.random.random() >= self.rate else self.random.choice(options[1:])
+            if first is not None and not any(key.startswith(f"{role}:") for key in self.injected):
+                kind = first
+            else:
+                kind = options[0] if self.random.random() >= self.rate else self.random.choice(options[1:])
             self.injected[f"{role}:{kind}"] += 1
             return kind
 
     def chat(self, messages) -> object:
+        # The first draft is unsafe, so every run rejects one and the refiner is called: which
+        # turns the dice reject depends on how the writers' threads interleave.
         kind = self.pick("chat", ["good", "unsafe", "invalid_citation", "echo", "empty", "timeout",
-                                  "refused", "slow"])
+                                  "refused", "slow"], first="unsafe")
         system = str(messages[0].content)
         match = SOURCE_BLOCK.search(system.split("Sources", 1)[-1]) or SOURCE_BLOCK.search(system)
         sid, text = (match["id"], match["text"].split(". ")[0]) if match else ("S01", "Schizophrenia is an illness")
