@@ -254,6 +254,16 @@ def test_misspellings_still_find_the_source(identifier):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("medicine", ["brexpiprazole", "cariprazine", "lurasidone", "ziprasidone", "asenapine",
+                                      "lumateperone", "iloperidone", "sertraline", "lamotrigine", "procyclidine",
+                                      "Latuda", "Rexulti", "Vraylar", "Geodon"])
+def test_a_medicine_the_knowledge_base_does_not_name_is_never_read_as_one_it_does(default_identifier, medicine):
+    """Spelling correction must not turn one medicine into another: a looser reading by sound
+    (tried) made brexpiprazole aripiprazole and cariprazine chlorpromazine."""
+    assert default_identifier.correct_spelling(f"side effects of {medicine}") == f"side effects of {medicine}"
+
+
+@pytest.mark.slow
 def test_follow_up_leans_on_the_previous_message(identifier):
     assert identifier.identify("what should I do?").outcome == "none"
     found = identifier.identify("what should I do?", context="I keep hearing voices at night")
