@@ -207,3 +207,12 @@ def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):
             assert trace.route == "answer" if read(scenario.user).urgent else trace.route in ("clarify", "no_match")
         else:
             assert result.route == graph_route, (scenario.id, scenario.user)
+
+
+@pytest.mark.parametrize("message", ["my daughter wont take her meds", "my daughter won't take her medicine"])
+def test_a_card_on_the_source_retrieval_chose_answers_a_looser_wording_of_its_questions(bot, message):
+    """0.70 from the card's nearest question ("how do I get my mum to take her medication"), as
+    close as a card on getting help today that draws on other sources; retrieval's choice of the
+    medicines source settles it."""
+    trace = bot.ask(bot.new_thread(), message)
+    assert trace.card == "A102" and trace.answer.startswith("Families often worry"), trace.answer

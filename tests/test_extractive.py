@@ -162,6 +162,8 @@ def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_b
     ("Looking after your body helps your mind too.", True), ("Take it at the same time each day.", False),
     ("Instead, you can: show you understand the feeling.", True), ("However, most people recover.", True),
     ("Most people are not violent.", False), ("All antipsychotics can cause it.", False),
+    ("If these happen, get urgent medical help.", True), ("When they start, tell your team.", True),
+    ("If it is urgent, call the crisis team.", False),
 ])
 def test_a_sentence_that_stands_for_what_came_before_leans_on_it(sentence, leans):
     assert leans_back(sentence) is leans

@@ -128,6 +128,11 @@ class Retrieval(Record):
     card_threshold: float = Field(0.8, ge=0.0, le=1.0)
     card_fallback: float = Field(0.65, ge=0.0, le=1.0)
     card_margin: float = Field(0.03, ge=0.0, le=1.0)  # over the next card, else it is ambiguous
+    # ... or this close when the card draws on the source retrieval found best for the question:
+    # the two readings agree ("my daughter won't take her medicine" is 0.70 from "how do I get my
+    # mum to take her medication"), and that agreement also settles a near tie with a card that
+    # draws on other sources.
+    card_agreed_threshold: float = Field(0.7, ge=0.0, le=1.0)
     # A message the screen reads as a request about the person's own case looks among the boundary
     # cards only, and a topic match is enough there ("what dose should I take?" ~ "how much of my
     # meds should I be taking").

@@ -17,7 +17,9 @@ LEAD_MARGIN = 0.1  # how much closer to the question a later sentence must be to
 
 def led_by_answer(body: str, question: str, embed: Embed) -> str:
     """`body` with the sentence closest to `question` first, if it is clearly closer than the
-    card's own first sentence and does not lean on the one before it ("It can…")."""
+    card's own first sentence and does not lean on the one before it ("It can…"); the sentences
+    that lean on it go with it ("NMS is… If these happen, get urgent help"), or they would read as
+    said of what comes before them in its place."""
     sentences = split_sentences(body)
     if len(sentences) < 2 or not question.strip():
         return body
@@ -26,4 +28,7 @@ def led_by_answer(body: str, question: str, embed: Embed) -> str:
     best = int(np.argmax(similarity))
     if best == 0 or similarity[best] - similarity[0] < LEAD_MARGIN or leans_back(sentences[best]):
         return body
-    return " ".join([sentences[best], *sentences[:best], *sentences[best + 1:]])
+    end = best + 1
+    while end < len(sentences) and leans_back(sentences[end]):
+        end += 1
+    return " ".join([*sentences[best:end], *sentences[:best], *sentences[end:]])

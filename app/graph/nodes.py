@@ -34,7 +34,7 @@ from app.core.records import (
 )
 from app.core.text import citations_in, split_sentences
 from app.generation.cards import led_by_answer
-from app.generation.extractive import compose_extractive_answer, overview
+from app.generation.extractive import compose_extractive_answer, leans_back, overview
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
 from app.kb.cards import AnswerCard
@@ -162,8 +162,12 @@ class AnswerNodes:
                 topic = [text]
             elif identification.outcome != "none":
                 topic = [topic[0], text]
+            # Retrieval's best source vouches for a card only for a message read on its own words:
+            # "can it be permanent?" after NMS is not about the tardive dyskinesia card's "it".
+            best = identification.candidates[0].source_id if identification.outcome == "clear" \
+                and identification.candidates and not identification.context else ""
             match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen),
-                                              request=screen.boundary_kind)
+                                              request=screen.boundary_kind, best_source=best)
             if screen.urgent and match is not None and match.card.kind == "boundary":
                 match = None  # someone unwell now hears how to get help first, not what we cannot do
             if _own_case(screen) and identification.outcome != "clear" and (match is None or not match.confident):
@@ -336,7 +340,9 @@ class AnswerNodes:
         more = adds_no_topic(state["screen"].text)
         said = [*(earlier if more else []), self._lead(state)]  # the lead already says how to get help
         # "can it be permanent?" continuing the conversation: "it" is what the last answer was about.
-        focus = (_said(state, AIMessage) or [""])[-1] if continues and refers_back(asked) else ""
+        # What it was about is what that answer led with, not all it said ("whats NMS" answered by
+        # a card on NMS and tardive dyskinesia: "it" is NMS).
+        focus = _lead_of((_said(state, AIMessage) or [""])[-1]) if continues and refers_back(asked) else ""
         # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
         meant = [self.services.identifier.correct_spelling(p) for p in parts]
         answer = compose_extractive_answer(meant, docs, self.services.embed, already_said=said,
@@ -561,6 +567,16 @@ def _crisis_in_previous_message(previous: InputScreen | None) -> bool:
     """The last message was itself a crisis (not only the turn after one), so this turn stays on
     the crisis route: one turn, not for ever."""
     return previous is not None and previous.route == "crisis" and previous.crisis_layer != "conversation"
+
+
+def _lead_of(answer: str) -> str:
+    """An answer's first sentence and those that lean on it ("Tardive dyskinesia is… It causes…
+    It can be long-lasting…"): what it answered."""
+    sentences = split_sentences(answer)
+    end = 1
+    while end < len(sentences) and leans_back(sentences[end]):
+        end += 1
+    return " ".join(sentences[:end])
 
 
 def _joined(*parts: str) -> str:

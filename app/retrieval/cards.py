@@ -36,15 +36,19 @@ class CardMatcher:
         return self._vectors
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
-              request: str = "") -> CardMatch | None:
+              request: str = "", best_source: str = "") -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`; `request`: the screen's reading of its
         kind), the boundary card for that kind of request (see `_requested`), else the closest
-        boundary card; unless a general card is much closer."""
+        boundary card; unless a general card is much closer. `best_source`: the source retrieval
+        found best for the question, if it found one clearly; a general card drawing on it needs
+        less closeness (`card_agreed_threshold`)."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
         general = self._closest(similarities, settings)
+        if best_source and (general is None or not general.confident):
+            general = self._agreed(similarities, settings, best_source) or general
         boundary = None
         if own_case:
             boundary = (self._requested(question, similarities, request, settings)
@@ -68,6 +72,24 @@ class CardMatcher:
         if best is None or similarities[best] < settings.boundary_card_floor:
             return None
         return CardMatch(self._owners[best], float(similarities[best]), self._phrasings[best], confident=True)
+
+    def _agreed(self, similarities: np.ndarray, settings: Retrieval, best_source: str) -> CardMatch | None:
+        """The closest general card, if it draws on `best_source`, is at least
+        `card_agreed_threshold` close, and is clearly closer than any other card that draws on it
+        (a card about other sources that is as close is outvoted by retrieval)."""
+        best: dict[str, tuple[float, int]] = {}
+        for index, similarity in enumerate(similarities):
+            owner = self._owners[index]
+            if owner.kind == "answer" and best_source in owner.sources \
+                    and similarity > best.get(owner.id, (-1.0, 0))[0]:
+                best[owner.id] = (float(similarity), index)
+        ranking = sorted(best.values(), reverse=True)
+        if not ranking or ranking[0][0] < settings.card_agreed_threshold:
+            return None
+        similarity, index = ranking[0]
+        if len(ranking) > 1 and similarity - ranking[1][0] < settings.card_margin:
+            return None
+        return CardMatch(self._owners[index], similarity, self._phrasings[index], confident=True)
 
     def _requested(self, question: str, similarities: np.ndarray, request: str,
                    settings: Retrieval) -> CardMatch | None:
