@@ -42,15 +42,20 @@ def test_the_shipped_cards_load_and_cite_only_trusted_sources(knowledge_base):
         assert not card.uncited_sentences(), card.id
 
 
-def test_boundary_cards_name_kinds_of_request_the_input_screen_reads(knowledge_base):
-    """A card's `requests` must be categories the screen is trained on, or the screen's reading
-    could never choose it."""
-    trained = {json.loads(line).get("category") for path in training_files()
-               for line in path.read_text(encoding="utf-8").splitlines()
-               if line.strip() and json.loads(line).get("route") == "boundary"}
-    listed = [(card.id, request) for card in knowledge_base.cards for request in card.requests]
-    assert listed and all(card.kind == "boundary" for card in knowledge_base.cards if card.requests)
-    assert [item for item in listed if item[1] not in trained] == []
+def test_cards_name_kinds_the_input_screen_reads(knowledge_base):
+    """A card's `requests` must be categories the screen is trained on for its kind of card
+    (a boundary card: requests about one's own case; an urgent card: kinds of crisis), or the
+    screen's reading could never choose it."""
+    trained: dict[str, set[str]] = {}
+    for path in training_files():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                trained.setdefault(row.get("route"), set()).add(row.get("category"))
+    route_of = {"boundary": "boundary", "urgent": "crisis"}
+    listed = [(card.id, card.kind, request) for card in knowledge_base.cards for request in card.requests]
+    assert {kind for _, kind, _ in listed} == set(route_of)
+    assert [item for item in listed if item[2] not in trained[route_of[item[1]]]] == []
 
 
 @pytest.mark.slow
@@ -144,8 +149,8 @@ BIRTH = ("The weeks after having a baby are a time of higher risk of relapse. [S
 
 
 def test_a_card_that_serves_several_questions_leads_with_the_one_asked(embedder):
-    from app.generation.cards import led_by_answer
     from app.core.text import split_sentences
+    from app.generation.cards import led_by_answer
     answer = led_by_answer(BIRTH, "can you breastfeed on antipsychotics?", embedder.encode)
     # The sentence that leans on it ("It can help to ask about breastfeeding…") goes with it.
     assert answer.startswith("Many antipsychotics pass into breast milk in small amounts, and with a few, such as "

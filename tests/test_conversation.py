@@ -202,6 +202,9 @@ def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):
         graph_route = {"answer": "question", "clarify": "question", "no_match": "question"}.get(trace.route, trace.route)
         if graph_route == "boundary" and result.route == "question":  # a boundary card decided
             assert next(c for c in services.cards.cards if c.id == trace.card).kind == "boundary"
+        elif result.route == "crisis" and graph_route == "question":
+            # a reaction to a medicine the sources describe: medical help first, then an answer
+            assert trace.route == "answer" and read(scenario.user).crisis_kind == "medical_emergency"
         elif result.route == "boundary" and graph_route == "question":
             # someone unwell now: help today, then an answer; else no source to answer from
             assert trace.route == "answer" if read(scenario.user).urgent else trace.route in ("clarify", "no_match")

@@ -11,6 +11,7 @@ from app.generation.extractive import (
     compose_extractive_answer,
     leans_back,
     overview,
+    passages,
     source_sentences,
 )
 
@@ -48,6 +49,32 @@ def test_list_items_joined_into_a_sentence_start_in_lower_case_unless_a_name():
            "- CBT alongside it.\n- Clozapine for some.\n- I can plan ahead."
     assert source_sentences(body) == ["Possible benefits: no need to remember tablets; a steady level of medicine; "
                                       "CBT alongside it; Clozapine for some; I can plan ahead."]
+
+
+def test_an_item_s_later_sentences_follow_its_list_and_lean_on_it():
+    body = ("Other side effects:\n\n- **Constipation**: very common. Tell your team if your bowels are not "
+            "opening as usual.\n- **Drooling**: extra saliva. It is worse at night.\n")
+    listed, tail = passages(body)
+    assert listed.text == "Other side effects: constipation: very common; drooling: extra saliva."
+    # "It is worse at night" says "it" of an item the joined list does not name: left out.
+    assert tail.text == "Tell your team if your bowels are not opening as usual." and tail.leans_back
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("question", "instruction"), [
+    ("my husband is on clozapine and he has had a high temperature and a sore throat since this morning, is that bad?",
+     "Tell your team straight away about signs of infection"),
+    ("Mum's on clozapine and hasn't opened her bowels in 4 days, her tummy is swollen and she's been sick once",
+     "Tell your team if your bowels are not opening as usual"),
+])
+def test_a_question_naming_a_medicine_is_answered_on_what_it_asks_of_it(embedder, knowledge_base, question,
+                                                                        instruction):
+    """Every sentence of the clozapine source names clozapine; read with the name, "a fever on
+    clozapine" is nearest "Your clozapine team is there to help". Read also without it, the
+    answer quotes what to do about the fever (and a list item's instruction is quotable at all)."""
+    source = knowledge_base.get("S11")
+    clozapine = SourceText(id=source.id, title=source.title, text=source.body)
+    assert instruction in compose_extractive_answer([question], [clozapine], embedder.encode)
 
 
 @pytest.mark.slow

@@ -303,8 +303,7 @@ def test_a_medical_emergency_gets_the_crisis_reply_for_the_body_not_for_feelings
     bot = make_bot()
     contacts = contact_lines(bot.settings.crisis_contacts)
     thread = bot.new_thread()
-    medical = bot.ask(thread, "my brother started a new tablet on monday and now he's boiling hot, "
-                              "his whole body is rigid and he's not making sense")
+    medical = bot.ask(thread, "my mum has gone grey, she is clutching her chest and cant speak properly")
     assert medical.route == "crisis" and medical.answer == reply("crisis_medical", contacts=contacts)
     # The turn after stays on the crisis route, still about the body.
     after = bot.ask(thread, "thnks")
@@ -314,6 +313,27 @@ def test_a_medical_emergency_gets_the_crisis_reply_for_the_body_not_for_feelings
     assert feelings.route == "crisis" and "medical emergency" not in feelings.answer
     assert feelings.answer == reply("crisis", contacts=contacts)
     assert bot.ask(feelings_thread, "thnks").answer == reply("crisis_continued", contacts=contacts)
+
+
+@pytest.mark.parametrize(("message", "instruction"), [
+    ("my husband is on clozapine and he's had a high temperature and a really sore throat since this morning",
+     "Tell your team straight away about signs of infection"),
+    ("Dad's on clozapine and hasn't opened his bowels for 4 days, his tummy is swollen and he's been sick",
+     "Tell your team if your bowels are not opening as usual"),
+])
+def test_a_reaction_to_a_medicine_the_sources_describe_hears_medical_help_then_what_they_say(make_bot, message,
+                                                                                             instruction):
+    """Read as a medical emergency, but the knowledge base says what it may be and what to do:
+    how to get medical help first (the urgent card for a medical emergency), then the source's own
+    instruction, cited, through the filter."""
+    bot = make_bot()
+    lead = next(c for c in bot.services.cards.cards if "medical_emergency" in c.requests)
+    trace = bot.ask(bot.new_thread(), message)
+    assert trace.route == "answer" and trace.answer.startswith(lead.body), trace.answer
+    assert instruction in trace.answer and "S11" in trace.citations, trace.answer
+    assert trace.caf is not None and trace.caf.final_verdict in ("pass", "warn") and not trace.fallback_used
+    # Said in so many words (a pattern), a danger to life keeps the crisis reply.
+    assert bot.ask(bot.new_thread(), "he's on clozapine and he's collapsed and isn't breathing").route == "crisis"
 
 
 def test_someone_with_a_person_in_danger_gets_the_crisis_reply_for_the_one_helping(make_bot):

@@ -15,8 +15,9 @@ from functools import lru_cache
 import numpy as np
 
 from app.core.answer_types import asks_yes_or_no, gives, wanted
+from app.core.medicines import MEDICINE, without_medicines
 from app.core.records import SourceText
-from app.core.text import STOPWORDS, split_sentences, strip_citations
+from app.core.text import STOPWORDS, citations_in, split_sentences, strip_citations
 from app.prompts import reply
 from judges.source_audit import flag_for
 
@@ -59,6 +60,10 @@ _DANGLING = re.compile(r"^(?:(they|these|this|that|those|it|its|he|she|there|als
 _ADDS_TO = re.compile(r"\b(?:either|too|as well)\W*$|\bany more\b", re.IGNORECASE)
 
 
+# A pronoun anywhere in a sentence: said of something named before it.
+_REFERS = re.compile(r"\b(it|its|they|them|their|this|these|those|he|she|his|her)\b", re.IGNORECASE)
+
+
 def leans_back(sentence: str) -> bool:
     """The sentence leans on the one before it ("They can…", "… either."), so it reads badly first."""
     return bool(_DANGLING.match(sentence) or _ADDS_TO.search(sentence))
@@ -74,10 +79,11 @@ class Passage:
     position: int
     head: str = ""  # a joined list's lead-in ("Signs include:")
     items: tuple[str, ...] = ()  # a joined list's items
+    tail: bool = False  # a list item's later sentence, after the list: said of that item
 
     @property
     def leans_back(self) -> bool:
-        return leans_back(self.text)
+        return self.tail or leans_back(self.text)
 
     @property
     def introduced_items(self) -> list[str]:
@@ -100,6 +106,7 @@ class Picked:
     position: int
     text: str
     score: float
+    leans_back: bool = False  # quoted after the passage before it
 
 
 def passages(body: str) -> list[Passage]:
@@ -107,19 +114,25 @@ def passages(body: str) -> list[Passage]:
     names the section), list markers and emphasis removed; a paragraph that states a myth is one
     passage, the myth with its correction. A list joins the sentence that
     introduces it, or its heading ("Tips for remembering: a; b; c."), since its items mean little
-    alone; an item keeps its first sentence, so the joined list stays one sentence."""
+    alone; an item keeps its first sentence, so the joined list stays one sentence, and its later
+    sentences follow the list, each leaning on what comes before it, so quoted only with the list
+    ("Constipation: very common… Tell your team if your bowels are not opening as usual…": what to
+    do is often said there), unless they speak of the item by a pronoun, which the joined list
+    would not resolve ("Guidelines recommend that it is offered…")."""
     found: list[Passage] = []
-    section, lead_in, items = "", None, []
+    section, lead_in, items, tails = "", None, [], []
 
-    def add(text: str, head: str = "", listed: tuple[str, ...] = ()) -> None:
-        found.append(Passage(text, section, len(found), head, listed))
+    def add(text: str, head: str = "", listed: tuple[str, ...] = (), tail: bool = False) -> None:
+        found.append(Passage(text, section, len(found), head, listed, tail))
 
     def close_list() -> None:
-        nonlocal lead_in, items
+        nonlocal lead_in, items, tails
         if items and (lead_in or section):
             head = lead_in or section + ":"
             add(f"{head} {'; '.join(items)}.", head, tuple(items))
-        lead_in, items = None, []
+            for sentence in tails:
+                add(sentence, tail=True)
+        lead_in, items, tails = None, [], []
 
     myth: list[str] = []  # a "Myth: …" line and the lines of its paragraph, which correct it
 
@@ -145,7 +158,9 @@ def passages(body: str) -> list[Passage]:
             myth.append(clean)
             continue
         if _MARKUP.match(line):
-            first = (split_sentences(clean) or [clean])[0]
+            first, *rest = split_sentences(clean) or [clean]
+            tails += [sentence for sentence in rest if len(sentence.split()) >= 3 and not sentence[0].islower()
+                      and not _REFERS.search(sentence)]
             first = first.rstrip(".;:")
             # Joined into a sentence, an item starts in lower case ("…: take your medicine; a
             # steady level…"), unless it starts with a name or an abbreviation ("Clozapine", "CBT").
@@ -185,6 +200,24 @@ def _embedded(passage: Passage) -> str:
     return passage.text.split(": ", 1)[0] if passage.is_list else passage.text
 
 
+def _aspect_vectors(questions: Sequence[str], texts: list[str], vectors: np.ndarray, embed: Embed
+                    ) -> tuple[list[np.ndarray | None], np.ndarray]:
+    """Each question part that names a medicine, embedded without the name, and the pool's texts
+    likewise (None for a part that names none). A medicine's name says which topic, not which
+    aspect of it, and MiniLM weighs it so much that "a fever and a sore throat on clozapine" is
+    nearest "Your clozapine team is there to help"; read without it, nearest the signs of infection."""
+    naming = [MEDICINE.search(q) is not None for q in questions]
+    if not any(naming):
+        return [None] * len(questions), vectors
+    changed = [n for n, text in enumerate(texts) if MEDICINE.search(text)]
+    masked = embed([without_medicines(q) for q, names in zip(questions, naming, strict=True) if names]
+                   + [without_medicines(texts[n]) for n in changed])
+    asked = iter(masked[: sum(naming)])
+    pool = vectors.copy()
+    pool[changed] = masked[sum(naming):]
+    return [next(asked) if names else None for names in naming], pool
+
+
 def embedded_texts(body: str) -> list[str]:
     """Every text the generator embeds for a source, for warming the embedding cache."""
     return [text for p in passages(body) for text in (_embedded(p), *p.introduced_items)]
@@ -221,7 +254,7 @@ def _says_again(vectors: np.ndarray, text: str, embed: Embed) -> np.ndarray:
 def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
     max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (),
-    said_before: Sequence[str] = (), focus: str = "",
+    said_before: Sequence[str] = (), focus: str = "", quoted: str = "",
 ) -> list[Picked]:
     """The best sentences for the question's parts, best first; every part gets its best sentence
     first. Sources come best first and later ones must earn their place (a small handicap per
@@ -234,10 +267,14 @@ def pick_sentences(
     refers back to ("can it be permanent?" after NMS). The sections it drew on are what "it" is
     about: their sentences count for a little more, and a sentence of another section that leans
     back ("It can be long-lasting", said of tardive dyskinesia) is not quoted, as its "it" would
-    read as the asker's."""
+    read as the asker's. `quoted`: text the answer already holds (an urgent card's lead, cited):
+    its sentences are not quoted again, nor what its own sources say like them, while another
+    source may say something like them ("Tell your team straight away about signs of infection,
+    such as fever…" after "Get help straight away if someone has a high fever…": the lead is
+    general, the source specific)."""
     said = " ".join(already_said)
     offered = [(rank, doc.id, p, found) for rank, doc in enumerate(sources) for p, found in _quotable(doc.text)
-               if p.text not in said]
+               if p.text not in said and p.text not in quoted]
     pool = [(rank, sid, p) for rank, sid, p, _ in offered]
     sentence_words = [found for *_, found in offered]
     if not pool:
@@ -247,6 +284,14 @@ def pick_sentences(
         | {(sid, p.section) for (_, sid, p), near in zip(pool, _says_again(vectors, focus, embed), strict=True)
            if near} if focus else set()
     fresh = ~_says_again(vectors, said, embed)
+    if quoted:  # what its own sources say like it is not new either, a list with such an item too
+        drawn_from = set(citations_in(quoted))
+        for i, (_, sid, p) in enumerate(pool):
+            if sid not in drawn_from:
+                continue
+            said_so = _says_again(vectors[i: i + 1], quoted, embed)[0]
+            if said_so or (p.items and _says_again(embed(p.introduced_items), quoted, embed).any()):
+                fresh[i] = False
     pool, vectors = [item for item, keep in zip(pool, fresh, strict=True) if keep], vectors[fresh]
     sentence_words = [found for found, keep in zip(sentence_words, fresh, strict=True) if keep]
     if not pool:
@@ -261,6 +306,7 @@ def pick_sentences(
     part_words = [_content_words(part) for part in questions]
     idf = {w: float(np.log((len(pool) + 1) / (df.get(w, 0) + 1))) for w in set().union(*part_words)}
     part_vectors = embed(list(questions))
+    masked_parts, masked_pool = _aspect_vectors(questions, [_embedded(p) for _, _, p in pool], vectors, embed)
     kinds = [wanted(part) for part in questions]
     in_focus = np.array([(sid, p.section) in focused for _, sid, p in pool])
     leaning = np.array([p.leans_back for _, _, p in pool])
@@ -275,8 +321,10 @@ def pick_sentences(
     item_vectors = embed(item_texts) if item_texts else None
     item_owners = np.repeat(lists, [len(pool[i][2].items) for i in lists]).astype(int)
     scored_parts, item_similarity = [], []
-    for words, part_vector, kind in zip(part_words, part_vectors, kinds, strict=True):
+    for words, part_vector, masked_part, kind in zip(part_words, part_vectors, masked_parts, kinds, strict=True):
         similarity = vectors @ part_vector
+        if masked_part is not None:
+            similarity = (similarity + masked_pool @ masked_part) / 2
         if item_vectors is not None:
             item_similarity.append(item_vectors @ part_vector)
             np.maximum.at(similarity, item_owners, item_similarity[-1])
@@ -324,7 +372,7 @@ def pick_sentences(
         counts[source_id] = counts.get(source_id, 0) + 1
         # A list brought along by the sentence it continues is quoted whole: it says what that one is.
         text = passage.text if forced else items_asked(index)
-        chosen[key] = Picked(source_id, passage.position, text, float(combined[index]))
+        chosen[key] = Picked(source_id, passage.position, text, float(combined[index]), passage.leans_back)
 
     for scores in scored_parts:  # one sentence per part first, so no part goes unanswered
         take(int(np.argmax(scores)))
@@ -360,13 +408,13 @@ def pick_sentences(
 
 def compose_extractive_answer(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed, max_sentences: int = 5,
-    already_said: Sequence[str] = (), said_before: Sequence[str] = (), focus: str = "",
+    already_said: Sequence[str] = (), said_before: Sequence[str] = (), focus: str = "", quoted: str = "",
 ) -> str:
     """The sentence that answers best leads (after its antecedent, if it leans on one), then the
     rest of its source, then the other sources in the order given; within a source, sentences
     keep their own order."""
     picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences,
-                            already_said=already_said, said_before=said_before, focus=focus)
+                            already_said=already_said, said_before=said_before, focus=focus, quoted=quoted)
     if not picked:
         return reply("verification_reminder")
     best = max(picked, key=lambda p: p.score)
@@ -375,7 +423,7 @@ def compose_extractive_answer(
     at = {p.position: p for p in picked if p.source_id == best.source_id}
     ahead: list[Picked] = []
     leaning = best
-    while leans_back(leaning.text) and (leaning := at.get(leaning.position - 1)):
+    while leaning.leans_back and (leaning := at.get(leaning.position - 1)):
         ahead.insert(0, leaning)
     order = [best.source_id, *(doc.id for doc in sources if doc.id != best.source_id)]
     paragraphs: list[str] = []

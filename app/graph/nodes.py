@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 from app.core import answer_types
 from app.core.config import ROLES
 from app.core.errors import ModelError
+from app.core.medicines import mentions_medicine
 from app.core.models import Deadline, call_text
 from app.core.records import (
     Candidate,
@@ -45,7 +46,7 @@ from app.retrieval.references import about_another_medicine, refers_back
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
 from app.small_talk import about_this_chat, small_talk_reply
-from judges.local.crisis import crisis_earlier
+from judges.local.crisis import answerable_emergency, crisis_earlier
 from judges.schema import DraftContext
 
 # The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
@@ -112,6 +113,12 @@ class AnswerNodes:
             screen.reply = screen.reply or (reply("empty_message") if not screen.text else reply(
                 "not_english", topics=topics_list(self.services.topic_titles()),
                 contacts=contact_lines(self.settings.crisis_contacts)))
+        if screen.route == "crisis" and not after_crisis and self._medical_the_sources_answer(screen):
+            # A reaction to a medicine that the knowledge base describes (a fever on clozapine, the
+            # signs of NMS) is answered: how to get medical help first, then what the sources say
+            # about it, cited. Danger said in so many words (not breathing, an overdose taken: a
+            # pattern) keeps the crisis reply.
+            screen.route, screen.urgent = "answer", True
         if screen.route == "small_talk" and _resolve_clarification(screen.text, state.get("clarify_candidates") or []):
             screen.route = "answer"  # "2", "yes": the answer to our own "did you mean …?"
         elif screen.route == "answer" and about_this_chat(screen.text):
@@ -168,8 +175,10 @@ class AnswerNodes:
                 and identification.candidates and not identification.context else ""
             match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen),
                                               request=screen.boundary_kind, best_source=best)
-            if screen.urgent and match is not None and match.card.kind == "boundary":
-                match = None  # someone unwell now hears how to get help first, not what we cannot do
+            if screen.urgent and match is not None and match.card.kind != "answer":
+                # Someone unwell now hears how to get help first, not what we cannot do; and after
+                # it what the sources say of the situation, not the lead alone.
+                match = None
             if _own_case(screen) and identification.outcome != "clear" and (match is None or not match.confident):
                 # A request about one's own case gets a boundary reply, never a menu or "not
                 # covered": from the likeliest sources found, else the nearest boundary card.
@@ -177,7 +186,7 @@ class AnswerNodes:
                     identification = identification.model_copy(update={"outcome": "clear"})
                 else:
                     match = self.services.cards.nearest_boundary(text, self.settings.retrieval)
-            if screen.urgent and (lead := self._urgent_card()):
+            if screen.urgent and (lead := self._urgent_card(screen)):
                 # Someone unwell now gets how to get help today (the lead's sources go in with
                 # what was found), never a menu or "not covered".
                 identification = _with_card_sources(identification, lead, self.services, first=False)
@@ -212,13 +221,24 @@ class AnswerNodes:
         wanted = state.get("card")
         return next((c for c in self.services.cards.cards if c.id == wanted), None) if wanted else None
 
-    def _urgent_card(self) -> AnswerCard | None:
-        return next((c for c in self.services.cards.cards if c.kind == "urgent"), None)
+    def _medical_the_sources_answer(self, screen: InputScreen) -> bool:
+        """A medical emergency read by the learned layer alone, about a medicine, that retrieval
+        finds clearly covered by a source."""
+        return (answerable_emergency(screen.text, self.services.resources) and mentions_medicine(screen.text)
+                and self.services.identifier.identify(screen.text).outcome == "clear")
+
+    def _urgent_card(self, screen: InputScreen) -> AnswerCard | None:
+        """The urgent card for the screen's reading of the situation (a medical emergency: medical
+        help), else the general one (help today from the mental health team)."""
+        urgent = [c for c in self.services.cards.cards if c.kind == "urgent"]
+        situation = screen.crisis_kind if screen.crisis_layer else ""  # read as a crisis, then answered
+        return (next((c for c in urgent if situation and situation in c.requests), None)
+                or next((c for c in urgent if not c.requests), None))
 
     def _lead(self, state: ChatState) -> str:
         """What an answer about someone unwell now opens with: how to get help today (the urgent
         card), before anything the sources say about the situation."""
-        card = self._urgent_card()
+        card = self._urgent_card(state["screen"])
         delivered = state.get("card_confident") and state.get("card") == getattr(card, "id", None)
         if not state["screen"].urgent or card is None or state["trace"].route != "answer" or delivered:
             return ""
@@ -330,7 +350,8 @@ class AnswerNodes:
         about = state["trace"].resolved_question or asked
         docs = docs[:1] + [d for d in docs[1:] if not about_another_medicine(d.title, about)]
         continues = state["screen"].follow_up or bool(identification.context)
-        if docs and not continues and not answer_types.asks_anything(asked) and state["trace"].route == "answer":
+        if docs and not continues and not answer_types.asks_anything(asked) and state["trace"].route == "answer" \
+                and not state["screen"].urgent:  # someone unwell now needs what to do, not an overview
             # It only says something ("my brother started clozapine 2 weeks ago"): what its topic
             # is; the suggestions offer what to ask next.
             return "\n\n".join([overview(docs[0]), reply("verification_reminder")])
@@ -338,7 +359,7 @@ class AnswerNodes:
         # ("can it be permanent?") may need again what the last answer said in passing.
         earlier = _said(state, AIMessage) if state["screen"].follow_up else []
         more = adds_no_topic(state["screen"].text)
-        said = [*(earlier if more else []), self._lead(state)]  # the lead already says how to get help
+        said = earlier if more else []
         # "can it be permanent?" continuing the conversation: "it" is what the last answer was about.
         # What it was about is what that answer led with, not all it said ("whats NMS" answered by
         # a card on NMS and tardive dyskinesia: "it" is NMS).
@@ -346,7 +367,8 @@ class AnswerNodes:
         # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
         meant = [self.services.identifier.correct_spelling(p) for p in parts]
         answer = compose_extractive_answer(meant, docs, self.services.embed, already_said=said,
-                                           said_before=[] if more else earlier, focus=focus)
+                                           said_before=[] if more else earlier, focus=focus,
+                                           quoted=self._lead(state))  # the lead says how to get help
         if state["trace"].route == "boundary":  # what the bot cannot do, the facts, who to ask
             body = answer.removesuffix(reply("verification_reminder")).strip()
             answer = "\n\n".join(p for p in (reply("boundary_opening"), body, reply("boundary_who_to_ask")) if p)

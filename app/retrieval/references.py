@@ -2,18 +2,16 @@
 clozapine asks about clozapine; "and the other one?" asks about the medicine named before it.
 
 Offline and rule-based on purpose: medicine names are recognised by their international
-non-proprietary name stems (-apine, -idone, …), so names the knowledge base never mentions are
-recognised too, and a reference is resolved only to a medicine the user named in the topic the
-conversation is on.
+non-proprietary name stems (app.core.medicines), and a reference is resolved only to a medicine
+the user named in the topic the conversation is on.
 """
 
 from __future__ import annotations
 
 import re
 
-MEDICINE = re.compile(
-    r"\b[a-z]+(?:apine|idone|azole|pride|peridol|azine|thixol|ixol|pirone|piprazole|rone)\b",
-    re.IGNORECASE)
+from app.core.medicines import MEDICINE
+
 _NOUN = r"(?:one|medicine|medication|med|drug|tablet|pill|injection)"
 _OTHER = re.compile(rf"\bthe other(?: {_NOUN}s?)?\b", re.IGNORECASE)
 _THAT = re.compile(rf"\b(?:that|this|the same) {_NOUN}\b", re.IGNORECASE)

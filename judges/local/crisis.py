@@ -153,11 +153,12 @@ def detect_crisis(text: str, res: Resources) -> Finding:
 def check(ctx: DraftContext, res: Resources) -> Finding:
     """The crisis judge's local check: the user message, earlier user turns, and the draft."""
     user = detect_crisis(ctx.user, res)
-    if user.flagged:
+    if ctx.draft is None or (user.flagged and not answerable_emergency(ctx.user, res)):
         return user
-    if ctx.draft is None:
-        return user
-    flagged_before = crisis_earlier([t.content for t in ctx.history if t.role == "user"], res)
+    # A medical emergency the graph answers (how to get medical help first) is judged like a
+    # crisis earlier in the conversation: the draft must respond to it and not brush it aside.
+    flagged_before = user.sentences if user.flagged else \
+        crisis_earlier([t.content for t in ctx.history if t.role == "user"], res)
     draft = ctx.draft
     minimising = patterns.regex("crisis", "draft_minimising").search(draft)
     encouraging = patterns.regex("crisis", "draft_encouraging").search(draft)
@@ -169,9 +170,18 @@ def check(ctx: DraftContext, res: Resources) -> Finding:
         if minimising or not responds:
             why = "minimises" if minimising else "ignores"
             return Finding(check=CHECK, flagged=True, score=0.9, sentences=flagged_before[:3],
-                           detail=f"the draft {why} a crisis signal earlier in the conversation",
+                           detail=f"the draft {why} a crisis signal{'' if user.flagged else ' earlier in the conversation'}",
                            suggested_verdict="reject")
     return Finding(check=CHECK, flagged=False, score=0.0)
+
+
+def answerable_emergency(text: str, res: Resources) -> bool:
+    """A medical emergency that only the learned layer reads ("a fever and a sore throat on
+    clozapine"): the answer graph may answer it with how to get medical help first and what the
+    sources say. Danger said in so many words (a pattern: not breathing, an overdose taken) and
+    every other kind of crisis get the crisis reply alone."""
+    found = assess(text, res)
+    return found.crisis and found.layer == "model" and found.crisis_kind == "medical_emergency"
 
 
 def crisis_earlier(user_messages: list[str], res: Resources) -> list[str]:
