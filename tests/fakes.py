@@ -72,5 +72,9 @@ class KeywordIdentifier:
     def names_own_topic(self, question: str) -> bool:
         return False
 
+    def says_keyword_of(self, question: str, source_id: str) -> bool:
+        asked = _stems(question)
+        return any(_stems(keyword) <= asked for keyword in self.knowledge_base.get(source_id).keywords)
+
     def correct_spelling(self, text: str) -> str:
         return text

@@ -548,3 +548,29 @@ def test_a_reference_to_something_the_message_itself_names_starts_a_new_topic(ma
     assert own.identification.context == "" and own.resolved_question == "", own.resolved_question
     assert not {"S11", "S20"} & set(own.citations) and {"S25", "S05"} & set(own.citations), own.answer
     assert back.identification.context.startswith("my brother has schizophrenia"), back.identification
+
+
+@pytest.mark.parametrize(("message", "topic", "fact"), [
+    ("just found out im pregnant and im on olanzapine. should i stop taking it straight away??", "S34",
+     "Your prescriber will weigh the risk of relapse against what is known about your medicine in pregnancy"),
+    ("my new meds make me a bit drowsy. is it safe for me to drive to work tomorrow?", "S35", "Do not drive if you"),
+])
+def test_a_boundary_reply_also_says_what_the_source_on_the_request_s_topic_says(make_bot, message, topic, fact):
+    """The card answers the request (stopping, a dose); the source on the situation it names
+    (pregnancy, driving) says what matters there, cited, after it."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), message)
+    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+    assert trace.route == "boundary" and card.kind == "boundary" and topic not in card.sources
+    assert trace.answer.startswith(card.body) and fact in trace.answer and topic in trace.citations, trace.answer
+
+
+def test_a_boundary_reply_adds_nothing_from_a_source_whose_topic_the_request_does_not_name(make_bot):
+    """Retrieval is sure of a source for "she spat one out" (diagnosis, second opinions); the
+    request names none of its keywords, so the card stands alone."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "mum has schizophrenia and ive been doing her tablets for her. she spat one "
+                                      "out earlier, should i give her another one?")
+    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+    assert trace.route == "boundary" and set(trace.citations) == set(card.sources), trace.answer
+

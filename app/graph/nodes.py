@@ -21,7 +21,7 @@ from langgraph.runtime import Runtime
 from app.core import answer_types
 from app.core.config import ROLES
 from app.core.errors import ModelError
-from app.core.medicines import mentions_medicine
+from app.core.medicines import mentions_medicine, without_medicines
 from app.core.models import Deadline, call_text
 from app.core.records import (
     Candidate,
@@ -221,6 +221,24 @@ class AnswerNodes:
         wanted = state.get("card")
         return next((c for c in self.services.cards.cards if c.id == wanted), None) if wanted else None
 
+    def _what_the_topic_adds(self, state: ChatState, card: AnswerCard) -> str:
+        """After a boundary card, what the source on the request's own topic says of it, when the
+        card cites another: "should I stop my meds now I'm pregnant?" hears the pregnancy source
+        too, not only why not to stop alone. The topic is read without medicine names, which
+        every medicine source shares ("can I stop my olanzapine?" is not about smoking, though
+        the smoking source names olanzapine), and must say one of the source's keywords."""
+        asked = state.get("question") or state["screen"].text
+        found = self.services.identifier.identify(without_medicines(asked))
+        topic = found.candidates[0].source_id if found.outcome == "clear" and found.candidates else ""
+        if not topic or topic in card.sources or topic not in state["prompt_source_ids"] \
+                or not self.services.identifier.says_keyword_of(asked, topic):
+            return ""  # the topic must be said in so many words: retrieval alone is sure of too much
+        doc = self.services.source_text(topic)
+        if doc is None:
+            return ""
+        added = compose_extractive_answer([asked], [doc], self.services.embed, max_sentences=2, quoted=card.body)
+        return added.removesuffix(reply("verification_reminder")).strip()
+
     def _medical_the_sources_answer(self, screen: InputScreen) -> bool:
         """A medical emergency read by the learned layer alone, about a medicine, that retrieval
         finds clearly covered by a source."""
@@ -296,6 +314,8 @@ class AnswerNodes:
         vetted = card is not None and state.get("card_confident")
         if vetted and (self.services.chat is None or card.kind == "boundary"):
             draft, trace.generator = card_draft(card, trace.route == "boundary", self._card_body(card, state)), "card"
+            if card.kind == "boundary":
+                draft = _joined(draft, self._what_the_topic_adds(state, card))
         elif self.services.chat is None:
             draft, trace.generator = self.extractive_answer(state), "extractive"
         else:

@@ -144,6 +144,19 @@ class SourceIdentifier:
         found = self.score([lead])[0]
         return bool(found) and found[0][1] >= self.settings.retrieval.clear_threshold
 
+    def says_keyword_of(self, question: str, source_id: str) -> bool:
+        """Whether `question` says one of the source's keywords in so many words ("pregnant",
+        "weight gain"), a distinctive one: every word of it is used by at most half the sources,
+        so the illness's own name does not count."""
+        source = self.knowledge_base.get(source_id)
+        if source is None:
+            return False
+        asked = set(self._terms(self.correct_spelling(question)))
+        half = len(self.index.source_terms) / 2
+        return any((terms := self._terms(keyword)) and set(terms) <= asked
+                   and all(self.index.term_sources.get(t, 0) <= half for t in terms)
+                   for keyword in source.keywords)
+
     def correct_spelling(self, text: str) -> str:
         """Misspelt words and texting forms read as the knowledge base's words ("alchol" ->
         "alcohol", "gonna" -> "going to")."""
