@@ -200,6 +200,12 @@ def _embedded(passage: Passage) -> str:
     return passage.text.split(": ", 1)[0] if passage.is_list else passage.text
 
 
+# From this many content words, a question that names a medicine says enough besides the name to be
+# read on the rest alone ("he's on clozapine and has a fever and a sore throat"); a shorter one
+# ("side effects of clozapine?") is read with and without it, averaged.
+ASPECT_ONLY_FROM = 4
+
+
 def _aspect_vectors(questions: Sequence[str], texts: list[str], vectors: np.ndarray, embed: Embed
                     ) -> tuple[list[np.ndarray | None], np.ndarray]:
     """Each question part that names a medicine, embedded without the name, and the pool's texts
@@ -324,7 +330,8 @@ def pick_sentences(
     for words, part_vector, masked_part, kind in zip(part_words, part_vectors, masked_parts, kinds, strict=True):
         similarity = vectors @ part_vector
         if masked_part is not None:
-            similarity = (similarity + masked_pool @ masked_part) / 2
+            aspect = masked_pool @ masked_part
+            similarity = aspect if len(words) >= ASPECT_ONLY_FROM else (similarity + aspect) / 2
         if item_vectors is not None:
             item_similarity.append(item_vectors @ part_vector)
             np.maximum.at(similarity, item_owners, item_similarity[-1])
