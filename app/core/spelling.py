@@ -8,7 +8,8 @@ similarity). Candidates are bucketed by first letter, which keeps a look-up well
 millisecond. A word spelt as it sounds ("injecshun", "medikashun") is too far from its letters
 for that; with `phonetic`, a word that is no English word at all (wordfreq has never seen it) is
 read as the vocabulary word that sounds the same (jellyfish's Metaphone code) and shares half its
-letters. Metaphone alone is too coarse for real words ("fortnight" sounds like "frightened").
+letters. Metaphone alone is too coarse for real words ("fortnight" sounds like "frightened"). A
+long word English has never seen may be further from its letters (see LONG_WORD).
 With `informal`, texting forms the knowledge base never uses are first written out
 (the `contractions` package: "gonna" -> "going to", "dont" -> "do not", "idk" -> "I do not know"):
 left as they are, they read as words the knowledge base lacks, and "is she gonna be violent" looked
@@ -29,9 +30,17 @@ import jellyfish
 from rapidfuzz import fuzz, process
 from wordfreq import zipf_frequency
 
+from app.core.medicines import MEDICINE
+
 _WORD = re.compile(r"[A-Za-z]+")
 MIN_SOUND = 4  # a shorter Metaphone code ("TP": depot, type, tip) says too little to go by
 SOUNDS_CUTOFF = 0.5  # a word that sounds the same must still share this much of its letters
+# A long word that English has never seen is a misspelling more often than a word of its own, and
+# long words are far apart ("skitzofrenia" is 0.72 from "schizophrenia", 0.42 from anything else):
+# it may be read as a long vocabulary word this close. Never a medicine's name (one the knowledge
+# base does not name is not one it does).
+LONG_WORD = 10
+LONG_CUTOFF = 0.7
 
 
 @cache
@@ -74,6 +83,9 @@ class Speller:
             if not found and self._sounds and not is_english_word(lower):
                 found = process.extractOne(lower, self._sounds.get(jellyfish.metaphone(lower), ()),
                                            scorer=fuzz.ratio, score_cutoff=SOUNDS_CUTOFF * 100)
+            if not found and len(lower) >= LONG_WORD and not is_english_word(lower) and not MEDICINE.fullmatch(lower):
+                found = process.extractOne(lower, [w for w in candidates if len(w) >= LONG_WORD],
+                                           scorer=fuzz.ratio, score_cutoff=LONG_CUTOFF * 100)
             if len(self._memo) > 50_000:
                 self._memo.clear()
             self._memo[lower] = found[0] if found else lower
