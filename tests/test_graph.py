@@ -336,6 +336,19 @@ def test_a_reaction_to_a_medicine_the_sources_describe_hears_medical_help_then_w
     assert bot.ask(bot.new_thread(), "he's on clozapine and he's collapsed and isn't breathing").route == "crisis"
 
 
+def test_after_a_health_problem_on_a_medicine_every_answer_says_it_still_needs_a_doctor_today(make_bot):
+    """"Can I wait till Monday?" after a fever on clozapine: whatever the answer, it ends with the
+    medical reminder (see a doctor today, out of hours if need be), not "if you are not safe"."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    first = bot.ask(thread, "my husband is on clozapine and he's had a high temperature and a really sore throat "
+                            "since this morning, is that bad?")
+    assert first.route == "answer"
+    later = bot.ask(thread, "its the weekend tho, can he just take paracetamol and wait till monday?")
+    contacts = contact_lines(bot.settings.crisis_contacts)
+    assert later.answer.endswith(reply("crisis_medical_reminder", contacts=contacts)), later.answer
+
+
 def test_someone_with_a_person_in_danger_gets_the_crisis_reply_for_the_one_helping(make_bot):
     """A parent whose son is in danger is told what to do for him and to keep safe, not "let
     someone know how you are feeling"."""

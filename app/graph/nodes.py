@@ -46,7 +46,7 @@ from app.retrieval.references import about_another_medicine, refers_back
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
 from app.small_talk import about_this_chat, small_talk_reply
-from judges.local.crisis import answerable_emergency, crisis_earlier
+from judges.local.crisis import answerable_emergency, latest_crisis_kind
 from judges.schema import DraftContext
 
 # The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
@@ -339,10 +339,13 @@ class AnswerNodes:
     def crisis_reminder(self, state: ChatState) -> str:
         """Soon after a crisis message, every answer ends with the crisis contacts again (fixed
         text, added after the filter): the person asked something else, but may not be safe."""
-        earlier = _said(state, HumanMessage)
-        if not crisis_earlier(earlier, self.services.resources):
+        kind = latest_crisis_kind(_said(state, HumanMessage), self.services.resources)
+        if kind is None:
             return ""
-        return reply("crisis_reminder", contacts=contact_lines(self.settings.crisis_contacts))
+        # After a health problem on a medicine: it still needs a doctor today ("can I wait till
+        # Monday?"), which "if you are not safe" does not say.
+        name = "crisis_medical_reminder" if kind == "medical_emergency" else "crisis_reminder"
+        return reply(name, contacts=contact_lines(self.settings.crisis_contacts))
 
     def extractive_answer(self, state: ChatState) -> str:
         identification = state["identification"]

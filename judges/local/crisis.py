@@ -184,6 +184,14 @@ def answerable_emergency(text: str, res: Resources) -> bool:
     return found.crisis and found.layer == "model" and found.crisis_kind == "medical_emergency"
 
 
+def latest_crisis_kind(user_messages: list[str], res: Resources) -> str | None:
+    """The kind of the latest crisis in the conversation's last few user messages ("" when the
+    learned layer names none), or None when there was none."""
+    turns = int(patterns.threshold(CHECK, "history_turns"))
+    found = [assess(t, res) for t in user_messages[-turns:]]
+    return next((f.crisis_kind for f in reversed(found) if f.crisis), None)
+
+
 def crisis_earlier(user_messages: list[str], res: Resources) -> list[str]:
     """The crisis evidence in the conversation's last few user messages (oldest first), if any:
     an answer given this soon after a crisis must still respond to it."""
