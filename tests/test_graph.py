@@ -344,9 +344,11 @@ def test_after_a_health_problem_on_a_medicine_every_answer_says_it_still_needs_a
     first = bot.ask(thread, "my husband is on clozapine and he's had a high temperature and a really sore throat "
                             "since this morning, is that bad?")
     assert first.route == "answer"
-    later = bot.ask(thread, "its the weekend tho, can he just take paracetamol and wait till monday?")
     contacts = contact_lines(bot.settings.crisis_contacts)
-    assert later.answer.endswith(reply("crisis_medical_reminder", contacts=contacts)), later.answer
+    for later in ("its the weekend tho, can he just take paracetamol and wait till monday?",
+                  "its sunday tho, can he wait till tomorrow?"):  # an answer; "not covered"
+        trace = bot.ask(thread, later)
+        assert trace.answer.endswith(reply("crisis_medical_reminder", contacts=contacts)), trace.answer
 
 
 def test_someone_with_a_person_in_danger_gets_the_crisis_reply_for_the_one_helping(make_bot):

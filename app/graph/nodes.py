@@ -473,12 +473,15 @@ class AnswerNodes:
     def clarify(self, state: ChatState, _context: TurnContext) -> dict:
         identification = state["identification"]
         trace = state["trace"].model_copy(update={"generator": "fixed"})
+        # Soon after a crisis, a menu or "not covered" ends with the contacts too ("can she wait
+        # till tomorrow?" after a fever on clozapine must not hear only what we do not cover).
+        reminder = self.crisis_reminder(state)
         if identification.outcome == "middling" and identification.candidates:
             options = identification.candidates[: self.settings.retrieval.top_k]
             lines = "\n".join(f"{n}. {c.title}" for n, c in enumerate(options, 1))
-            return {"answer": reply("clarify", options=lines), "clarify_candidates": options,
+            return {"answer": _joined(reply("clarify", options=lines), reminder), "clarify_candidates": options,
                     "trace": trace}
-        return {"answer": self._not_covered(state), "clarify_candidates": [], "trace": trace}
+        return {"answer": _joined(self._not_covered(state), reminder), "clarify_candidates": [], "trace": trace}
 
     def _not_covered(self, state: ChatState) -> str:
         """"Not covered", with who can help. In a conversation, about what it is about ("is it
