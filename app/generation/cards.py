@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.core.text import split_sentences, strip_citations
-from app.generation.extractive import Embed, leans_back
+from app.generation.extractive import Embed, leaning_run, leans_back
 
 LEAD_MARGIN = 0.1  # how much closer to the question a later sentence must be to lead
 
@@ -28,7 +28,5 @@ def led_by_answer(body: str, question: str, embed: Embed) -> str:
     best = int(np.argmax(similarity))
     if best == 0 or similarity[best] - similarity[0] < LEAD_MARGIN or leans_back(sentences[best]):
         return body
-    end = best + 1
-    while end < len(sentences) and leans_back(sentences[end]):
-        end += 1
+    end = leaning_run(sentences, best)
     return " ".join([*sentences[best:end], *sentences[:best], *sentences[end:]])

@@ -69,6 +69,21 @@ def leans_back(sentence: str) -> bool:
     return bool(_DANGLING.match(sentence) or _ADDS_TO.search(sentence))
 
 
+def leaning_run(sentences: Sequence[str], start: int) -> int:
+    """Where the run of sentences that lean on `sentences[start]` ends (exclusive): it and they
+    go together ("NMS is… If these happen, get urgent help")."""
+    end = start + 1
+    while end < len(sentences) and leans_back(sentences[end]):
+        end += 1
+    return end
+
+
+def _stands_as_sentence(sentence: str) -> bool:
+    """Not a fragment (a list item's tail, a lead-in with no list): three words or more, and not
+    starting in lower case."""
+    return len(sentence.split()) >= 3 and not sentence[0].islower()
+
+
 @dataclass(frozen=True)
 class Passage:
     """A sentence of a source as the generator quotes it (a list joined to its lead-in), with the
@@ -159,8 +174,7 @@ def passages(body: str) -> list[Passage]:
             continue
         if _MARKUP.match(line):
             first, *rest = split_sentences(clean) or [clean]
-            tails += [sentence for sentence in rest if len(sentence.split()) >= 3 and not sentence[0].islower()
-                      and not _REFERS.search(sentence)]
+            tails += [sentence for sentence in rest if _stands_as_sentence(sentence) and not _REFERS.search(sentence)]
             first = first.rstrip(".;:")
             # Joined into a sentence, an item starts in lower case ("…: take your medicine; a
             # steady level…"), unless it starts with a name or an abbreviation ("Clozapine", "CBT").
@@ -172,8 +186,7 @@ def passages(body: str) -> list[Passage]:
         for sentence in split_sentences(clean):
             if sentence.endswith(":"):
                 lead_in = sentence  # its list follows
-            # Fragments (a list item's tail, a lead-in with no list) are not answers.
-            elif len(sentence.split()) >= 3 and not sentence[0].islower():
+            elif _stands_as_sentence(sentence):  # fragments are not answers
                 add(sentence if sentence[-1] in ".!?" else sentence + ".")
     close_myth()
     close_list()
@@ -292,11 +305,10 @@ def pick_sentences(
     fresh = ~_says_again(vectors, said, embed)
     if quoted:  # what its own sources say like it is not new either, a list with such an item too
         drawn_from = set(citations_in(quoted))
+        said_so = _says_again(vectors, quoted, embed)
         for i, (_, sid, p) in enumerate(pool):
-            if sid not in drawn_from:
-                continue
-            said_so = _says_again(vectors[i: i + 1], quoted, embed)[0]
-            if said_so or (p.items and _says_again(embed(p.introduced_items), quoted, embed).any()):
+            if sid in drawn_from and (said_so[i] or (p.items and _says_again(embed(p.introduced_items), quoted,
+                                                                               embed).any())):
                 fresh[i] = False
     pool, vectors = [item for item, keep in zip(pool, fresh, strict=True) if keep], vectors[fresh]
     sentence_words = [found for found, keep in zip(sentence_words, fresh, strict=True) if keep]

@@ -35,7 +35,7 @@ from app.core.records import (
 )
 from app.core.text import citations_in, split_sentences
 from app.generation.cards import led_by_answer
-from app.generation.extractive import compose_extractive_answer, leans_back, overview
+from app.generation.extractive import compose_extractive_answer, leaning_run, overview
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
 from app.kb.cards import AnswerCard
@@ -621,10 +621,7 @@ def _lead_of(answer: str) -> str:
     """An answer's first sentence and those that lean on it ("Tardive dyskinesia is… It causes…
     It can be long-lasting…"): what it answered."""
     sentences = split_sentences(answer)
-    end = 1
-    while end < len(sentences) and leans_back(sentences[end]):
-        end += 1
-    return " ".join(sentences[:end])
+    return " ".join(sentences[:leaning_run(sentences, 0)])
 
 
 def _joined(*parts: str) -> str:
