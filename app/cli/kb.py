@@ -50,7 +50,14 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
     if report_quarantined(kb) | report_unvetted_cards(kb, settings, embedder):
         raise typer.Exit(1)
     report_unfound_questions(settings.model_copy(update={"knowledge_base": kb.path}), embedder)
-    console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words, {len(kb.cards)} answer cards.")
+    with_examples = {e.source for e in kb.examples}
+    without = [s.id for s in kb if s.id not in with_examples]
+    if kb.examples and without:
+        console.print(f"[yellow]{len(without)} sources have no example messages[/] (examples/): "
+                      f"{escape(', '.join(without))}; retrieval alone finds them")
+    examples = sum(len(e.messages) for e in kb.examples)
+    console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words, {len(kb.cards)} answer cards, "
+                  f"{examples:,} example messages.")
 
 
 def report_unvetted_cards(kb, settings: Settings, embedder: Embedder) -> bool:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from app.core.errors import KnowledgeBaseError
 from app.kb.cards import CARDS_FOLDER, AnswerCard, CardMeta
+from app.kb.examples import EXAMPLES_FOLDER, ExampleSet, load_examples
 from app.kb.schema import Source, SourceMeta
 from judges.source_audit import SourceFlag, audit
 
@@ -47,9 +48,10 @@ class KnowledgeBase:
     sources are listed apart and are never served."""
 
     def __init__(self, path: Path, sources: list[Source], quarantined: list[Quarantined] | None = None,
-                 cards: list[AnswerCard] | None = None):
+                 cards: list[AnswerCard] | None = None, examples: list[ExampleSet] | None = None):
         self.path = path
         self.cards = sorted(cards or [], key=lambda c: natural_key(c.id))
+        self.examples = list(examples or [])  # how people ask about each source (and about none)
         self.sources: dict[str, Source] = {
             s.id: s for s in sorted(sources, key=lambda s: natural_key(s.id))
         }
@@ -177,7 +179,13 @@ def load_knowledge_base(path: Path | str) -> KnowledgeBase:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
         raise KnowledgeBaseError(
             f"The answer cards in {path / CARDS_FOLDER} have {count}:\n  " + "\n  ".join(problems))
-    return KnowledgeBase(path, trusted, quarantined, cards)
+    examples, problems = load_examples(path / EXAMPLES_FOLDER, {s.id for s in trusted},
+                                       {q.source.id for q in quarantined})
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        raise KnowledgeBaseError(
+            f"The example messages in {path / EXAMPLES_FOLDER} have {count}:\n  " + "\n  ".join(problems))
+    return KnowledgeBase(path, trusted, quarantined, cards, examples)
 
 
 def load_cards(folder: Path, source_ids: set[str]) -> tuple[list[AnswerCard], list[str]]:

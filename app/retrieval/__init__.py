@@ -19,6 +19,7 @@ def open_identifier(settings: Settings, embedder: Embedder, *, show_progress: bo
     and return an identifier for it. `identifier.index_report` says what the update did."""
     from app.core.models import helper_model
     from app.kb.loader import load_knowledge_base
+    from app.retrieval.examples import ExampleClassifier
     from app.retrieval.index import ChunkIndex
     from app.retrieval.summaries import SummaryChooser
 
@@ -29,6 +30,8 @@ def open_identifier(settings: Settings, embedder: Embedder, *, show_progress: bo
     if settings.retrieval.strategy != "retrieval":
         client = helper_model(settings)
         chooser = SummaryChooser(client, kb) if client is not None else None
-    identifier = SourceIdentifier(kb, index, settings, chooser=chooser)
+    examples = ExampleClassifier.fit(kb.examples, lambda texts: embedder.encode(texts, cache=False),
+                                     cache_dir=settings.index_dir, model_name=embedder.name)
+    identifier = SourceIdentifier(kb, index, settings, chooser=chooser, examples=examples)
     identifier.index_report = report
     return identifier

@@ -27,6 +27,7 @@ from app.core.spelling import Speller, corpus_words
 from app.core.text import split_sentences
 from app.kb.loader import KnowledgeBase
 from app.retrieval.fusion import by_source, ranked, rrf
+from app.retrieval.examples import NOT_COVERED, ExampleClassifier
 from app.retrieval.index import ChunkIndex
 from app.retrieval.parts import split_parts
 from app.retrieval.references import before_reference, refers_back
@@ -41,9 +42,10 @@ def _sigmoid(x: float) -> float:
 
 class SourceIdentifier:
     def __init__(self, kb: KnowledgeBase, index: ChunkIndex, settings: Settings,
-                 chooser: SummaryChooser | None = None):
+                 chooser: SummaryChooser | None = None, examples: ExampleClassifier | None = None):
         self.knowledge_base = kb
         self.index = index
+        self.examples = examples  # learned from the knowledge base's example messages, if it has any
         self.settings = settings
         self.chooser = chooser
         self.index_report = None  # set by open_identifier: what opening the index had to do
@@ -176,8 +178,10 @@ class SourceIdentifier:
         for row, n in enumerate(changed, start=len(corrected)):
             unknown_shares[n] = max(0.0, 1.0 - float(vectors[n] @ vectors[row]))
         dense = index.dense(vectors[: len(corrected)], r.dense_candidates)
+        learned = (self.examples.probabilities(vectors[: len(corrected)]) if self.examples
+                   else [None] * len(corrected))
         results = []
-        for text, hits, unknown in zip(corrected, dense, unknown_shares, strict=True):
+        for text, hits, unknown, probabilities in zip(corrected, dense, unknown_shares, learned, strict=True):
             lexical = index.lexical(text, r.lexical_candidates)
             fused = rrf([[cid for cid, _ in hits], [cid for cid, _ in lexical]], k=r.rrf_k)
             sources = by_source(fused, index.source_of, top_n=r.source_top_chunks)
@@ -195,8 +199,29 @@ class SourceIdentifier:
                 scored.append((source_id, confidence))
             # Fusion picks the shortlist; the absolute evidence settles the order within it.
             head = sorted(scored[: r.rerank_depth], key=lambda item: -item[1])
-            results.append(head + scored[r.rerank_depth:])
+            results.append(self._blended(head + scored[r.rerank_depth:], probabilities))
         return results
+
+    def _blended(self, scored: Scored, probabilities: dict[str, float] | None) -> Scored:
+        """Retrieval's confidences blended with the example classifier's probabilities (see
+        `Retrieval.examples_share`): retrieval knows the sources' words, the examples know how
+        people ask. A message whose likeliest class is "none", clearly enough, is not covered
+        unless retrieval is sure of a source: then the blend decides ("what's CBTp?": the
+        examples have never seen the acronym, retrieval has)."""
+        if probabilities is None:
+            return scored
+        r = self.settings.retrieval
+        own = dict(scored)
+        learned = {sid: min(1.0, r.examples_scale * p) for sid, p in probabilities.items()
+                   if sid != NOT_COVERED and (sid in own or p >= 0.01)}
+        blended = {sid: (1 - r.examples_share) * own.get(sid, 0.0) + r.examples_share * learned.get(sid, 0.0)
+                   for sid in {*own, *learned}}
+        none = probabilities.get(NOT_COVERED, 0.0)
+        retrieval_sure = bool(scored) and scored[0][1] >= r.clear_threshold
+        if none >= r.examples_none_gate and none >= max(probabilities.values()) and not retrieval_sure:
+            cap = r.none_threshold - 1e-6
+            blended = {sid: min(conf, cap) for sid, conf in blended.items()}
+        return ranked(blended)
 
     def _without_unknown_words(self, text: str) -> str:
         """`text` without the words whose stems the knowledge base never uses ("" when no known

@@ -1,0 +1,73 @@
+"""Which source a message is about, learned from how people ask: the knowledge base's example
+messages (`knowledge_base/examples/`, see app.kb.examples).
+
+The sources are written in the sources' words; people write in theirs ("the radio presenters are
+sending her messages", "since i got ill i cant concentrate, am i getting thick"), and MiniLM finds
+those far from the text that answers them. Near other messages written the way people write, they
+are not. A multinomial logistic regression over the examples' MiniLM vectors, with "none" (the
+messages no source answers) as a class of its own, gives each message a probability per source.
+Retrieval blends it with its own confidence (`SourceIdentifier.score`).
+
+It is fitted from the examples, deterministically, when the index is opened, and kept beside the
+index under the examples' fingerprint, so a change to any example refits it and nothing else does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import joblib
+import numpy as np
+
+from app.kb.examples import NOT_COVERED, ExampleSet
+
+Embed = Callable[[list[str]], np.ndarray]
+
+# The regression's inverse regularisation: chosen by cross-validation on the examples alone.
+_C = 4.0
+
+
+class ExampleClassifier:
+    def __init__(self, classes: list[str], model):
+        self.classes = classes
+        self._model = model
+
+    @classmethod
+    def fit(cls, sets: Sequence[ExampleSet], embed: Embed, cache_dir: Path | None = None,
+            model_name: str = "") -> ExampleClassifier | None:
+        """Fitted on `sets` (None when they name fewer than two classes: nothing to learn), from
+        `cache_dir` when the same examples were fitted before."""
+        texts = [m for s in sets for m in s.messages]
+        labels = [s.source for s in sets for _ in s.messages]
+        if len(set(labels)) < 2:
+            return None
+        key = hashlib.sha256(json.dumps([model_name, _C, texts, labels]).encode()).hexdigest()[:16]
+        cached = cache_dir / f"examples-{key}.joblib" if cache_dir else None
+        if cached is not None and cached.is_file():
+            try:
+                return cls(*joblib.load(cached))
+            except Exception:  # a damaged cache is derived data: fit again
+                cached.unlink(missing_ok=True)
+        from sklearn.linear_model import LogisticRegression
+
+        model = LogisticRegression(C=_C, max_iter=2000).fit(embed(texts), labels)
+        classes = [str(c) for c in model.classes_]
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            for old in cached.parent.glob("examples-*.joblib"):
+                old.unlink(missing_ok=True)
+            joblib.dump((classes, model), cached)
+        return cls(classes, model)
+
+    def probabilities(self, vectors: np.ndarray) -> list[dict[str, float]]:
+        """Per (L2-normalised MiniLM) vector, each class's probability; NOT_COVERED is "none"."""
+        if len(vectors) == 0:
+            return []
+        rows = self._model.predict_proba(vectors)
+        return [dict(zip(self.classes, map(float, row), strict=True)) for row in rows]
+
+
+__all__ = ["NOT_COVERED", "ExampleClassifier"]
