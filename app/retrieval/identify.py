@@ -26,8 +26,8 @@ from app.core.records import Candidate, Identification, ModelCall
 from app.core.spelling import Speller, corpus_words
 from app.core.text import split_sentences
 from app.kb.loader import KnowledgeBase
-from app.retrieval.fusion import by_source, ranked, rrf
 from app.retrieval.examples import NOT_COVERED, ExampleClassifier
+from app.retrieval.fusion import by_source, ranked, rrf
 from app.retrieval.index import ChunkIndex
 from app.retrieval.parts import split_parts
 from app.retrieval.references import before_reference, refers_back
