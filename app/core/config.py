@@ -113,14 +113,12 @@ class Retrieval(Record):
     # A "did you mean" choice must contain at least this idf-weighted share of the question's
     # words: a source offered on the illness's name alone is no guess at what was asked.
     menu_min_coverage: float = Field(0.02, ge=0.0, le=1.0)
-    # Example messages (knowledge_base/examples/): a source's confidence is
-    # (1 - examples_share) * retrieval's + examples_share * min(1, examples_scale * the example
-    # classifier's probability for it), so a source needs some support from retrieval as well to
-    # be clear; a message whose likeliest class is "none" with at least examples_none_gate
-    # probability is not covered. Chosen on the retrieval file and the answer dev sets.
-    examples_share: float = Field(0.6, ge=0.0, le=1.0)
-    examples_scale: float = Field(3.0, gt=0.0)
-    examples_none_gate: float = Field(0.3, ge=0.0, le=1.0)
+    # Example messages (knowledge_base/examples/): the example classifier's log-odds for a source
+    # over chance, clipped to [-examples_clip_down, examples_clip_up], times examples_weight, is
+    # added to the source's evidence. Chosen on the retrieval file and the answer dev sets.
+    examples_weight: float = Field(0.07, ge=0.0)
+    examples_clip_up: float = Field(3.0, ge=0.0)
+    examples_clip_down: float = Field(3.0, ge=0.0)
     # Multi-part questions and follow-ups.
     max_parts: int = Field(4, ge=1)
     min_part_words: int = Field(3, ge=1)

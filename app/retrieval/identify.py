@@ -190,38 +190,39 @@ class SourceIdentifier:
                 best_cos.setdefault(index.source_of[cid], similarity)
             floor = hits[-1][1] if hits else 0.0  # a source outside the dense top is no closer
             terms = self._terms(text)
+            shortlist = [sid for sid, _ in ranked(sources)]
+            if probabilities:  # a source the examples find likely is weighed even if fusion missed it
+                chance = 1 / len(probabilities)
+                shortlist += [sid for sid, p in probabilities.items()
+                              if p >= 2 * chance and sid != NOT_COVERED and sid not in sources]
             scored = []
-            for source_id, _ in ranked(sources):
+            for source_id in shortlist:
                 evidence = (best_cos.get(source_id, floor)
                             + r.lexical_weight * self._coverage(terms, source_id)
-                            - r.unknown_word_penalty * unknown)
+                            - r.unknown_word_penalty * unknown
+                            + self._learned_evidence(source_id, probabilities))
                 confidence = _sigmoid((evidence - r.confidence_midpoint) / r.confidence_temperature)
                 scored.append((source_id, confidence))
+            if probabilities:
+                results.append(sorted(scored, key=lambda item: -item[1]))
+                continue
             # Fusion picks the shortlist; the absolute evidence settles the order within it.
             head = sorted(scored[: r.rerank_depth], key=lambda item: -item[1])
-            results.append(self._blended(head + scored[r.rerank_depth:], probabilities))
+            results.append(head + scored[r.rerank_depth:])
         return results
 
-    def _blended(self, scored: Scored, probabilities: dict[str, float] | None) -> Scored:
-        """Retrieval's confidences blended with the example classifier's probabilities (see
-        `Retrieval.examples_share`): retrieval knows the sources' words, the examples know how
-        people ask. A message whose likeliest class is "none", clearly enough, is not covered
-        unless retrieval is sure of a source: then the blend decides ("what's CBTp?": the
-        examples have never seen the acronym, retrieval has)."""
-        if probabilities is None:
-            return scored
+    def _learned_evidence(self, source_id: str, probabilities: dict[str, float] | None) -> float:
+        """What the example classifier adds to a source's evidence: its log-odds over chance
+        (log of the probability times the number of classes), clipped and weighed (see
+        `Retrieval.examples_weight`). A classifier that cannot tell adds nothing; one sure of
+        the source ("the radio presenters are sending her messages": delusions) lifts it, one
+        sure of another source or of "none" lowers it."""
+        if not probabilities:
+            return 0.0
         r = self.settings.retrieval
-        own = dict(scored)
-        learned = {sid: min(1.0, r.examples_scale * p) for sid, p in probabilities.items()
-                   if sid != NOT_COVERED and (sid in own or p >= 0.01)}
-        blended = {sid: (1 - r.examples_share) * own.get(sid, 0.0) + r.examples_share * learned.get(sid, 0.0)
-                   for sid in {*own, *learned}}
-        none = probabilities.get(NOT_COVERED, 0.0)
-        retrieval_sure = bool(scored) and scored[0][1] >= r.clear_threshold
-        if none >= r.examples_none_gate and none >= max(probabilities.values()) and not retrieval_sure:
-            cap = r.none_threshold - 1e-6
-            blended = {sid: min(conf, cap) for sid, conf in blended.items()}
-        return ranked(blended)
+        baseline = max(probabilities.get(NOT_COVERED, 0.0), 1 / len(probabilities))
+        log_odds = math.log(max(probabilities.get(source_id, 0.0), 1e-9) / baseline)
+        return r.examples_weight * min(r.examples_clip_up, max(-r.examples_clip_down, log_odds))
 
     def _without_unknown_words(self, text: str) -> str:
         """`text` without the words whose stems the knowledge base never uses ("" when no known
