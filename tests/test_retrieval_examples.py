@@ -120,7 +120,7 @@ def test_the_fitted_classifier_is_reused_until_an_example_changes(embedder, tmp_
     changed = {**EXAMPLES, "E01": [*EXAMPLES["E01"], "is crisps for dinner ok"]}
     ExampleClassifier.fit(sets(changed), embed, cache_dir=tmp_path)
     assert embed.texts > embedded
-    assert len(list(tmp_path.glob("examples-*.joblib"))) == 1  # the stale fit is removed
+    assert len(list(tmp_path.glob("examples-*.joblib"))) == 2  # both fits are kept, each under its fingerprint
 
 
 def test_one_class_is_nothing_to_learn(embedder):
@@ -145,12 +145,11 @@ def identifiers(tmp_path_factory, embedder) -> tuple[SourceIdentifier, SourceIde
 def test_a_message_in_everyday_words_is_found_through_the_examples(identifiers):
     with_examples, without = identifiers
     message = "my grandad keeps chatting away to folk that nobody else can see or hear"
-    found = with_examples.identify(message)
-    assert found.outcome != "none" and found.candidates[0].source_id == "V01"
-    # Alone, the words find nothing; the examples' share of a confidence is capped below "clear",
-    # so a source still needs some support from retrieval to be answered from.
-    assert without.identify(message).outcome == "none"
-    assert found.outcome == "middling"
+    lifted, plain = dict(with_examples.score([message])[0]), dict(without.score([message])[0])
+    assert max(lifted, key=lifted.get) == "V01"
+    assert lifted["V01"] > 3 * plain["V01"]  # confidences are a sigmoid of evidence: the lift multiplies
+    # ... and lowers the sources the examples read it as not about
+    assert all(lifted[sid] < conf for sid, conf in plain.items() if sid != "V01")
 
 
 @pytest.mark.slow

@@ -125,6 +125,9 @@ class Retrieval(Record):
     # A message in a conversation with fewer content words than this ("what should I do?") is read
     # with the conversation's topic.
     follow_up_min_terms: int = Field(2, ge=0)
+    # ... unless the example classifier reads it, on its own words, as not covered with at least
+    # this probability ("how much does it cost in America?"): then it is read alone.
+    follow_up_not_covered: float = Field(0.8, ge=0.0, le=1.0)
     # With a model configured, a message in a conversation is first rewritten by it as a question
     # that stands alone ("is it free?" -> "is family intervention free?").
     condense: bool = True
@@ -242,6 +245,9 @@ class Settings(BaseSettings):
 
     profile: Literal["offline", "local", "openai"] = "offline"
     data_dir: Path = Path(".cafbot")
+    # Derived data that depends only on its inputs (the classifier fitted on the knowledge base's
+    # example messages), named by their fingerprint, so every data_dir on a machine shares it.
+    cache_dir: Path = Field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cafbot")
     # The store (turn log, scoring): SQLite in data_dir unless a SQLAlchemy URL is given, e.g.
     # postgresql+psycopg://user:pass@host/cafbot for a team scoring together.
     store_url: str | None = None

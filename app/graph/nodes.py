@@ -162,12 +162,14 @@ class AnswerNodes:
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
                                                                last_sources=last_sources)
             # A message read with the topic continues it, one that stood alone starts a new one;
-            # one read with the topic that it does not cover leaves the topic as it was, so the
-            # next follow-up is read with what was answered ("does it go away?" after "is it
-            # permanent?" after NMS).
-            if not identification.context:
+            # one that nothing covers leaves the topic as it was, so the next follow-up is read
+            # with what was answered ("does it go away?" after "is it permanent?" after NMS, "does
+            # it hurt?" after "how much does it cost in America?" after depots).
+            if identification.outcome == "none":
+                pass
+            elif not identification.context:
                 topic = [text]
-            elif identification.outcome != "none":
+            else:
                 topic = [topic[0], text]
             # Retrieval's best source vouches for a card only for a message read on its own words:
             # "can it be permanent?" after NMS is not about the tardive dyskinesia card's "it".

@@ -31,7 +31,7 @@ def open_identifier(settings: Settings, embedder: Embedder, *, show_progress: bo
         client = helper_model(settings)
         chooser = SummaryChooser(client, kb) if client is not None else None
     examples = ExampleClassifier.fit(kb.examples, lambda texts: embedder.encode(texts, cache=False),
-                                     cache_dir=settings.index_dir, model_name=embedder.name,
+                                     cache_dir=settings.cache_dir, model_name=embedder.name,
                                      show_progress=show_progress)
     identifier = SourceIdentifier(kb, index, settings, chooser=chooser, examples=examples)
     identifier.index_report = report

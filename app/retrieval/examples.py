@@ -8,8 +8,9 @@ are not. A multinomial logistic regression over the examples' MiniLM vectors, wi
 messages no source answers) as a class of its own, gives each message a probability per source.
 Retrieval blends it with its own confidence (`SourceIdentifier.score`).
 
-It is fitted from the examples, deterministically, when the index is opened, and kept beside the
-index under the examples' fingerprint, so a change to any example refits it and nothing else does.
+It is fitted from the examples, deterministically, when the index is opened, and cached under the
+fingerprint of the examples and the model (`Settings.cache_dir`), so a change to any example refits
+it and nothing else does.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ Embed = Callable[[list[str]], np.ndarray]
 # examples alone (0.65 over 39 classes; C from 1 to 32 tried).
 _C = 4.0
 _BATCH = 256
+_KEEP = 8  # fits kept in the cache
 
 
 class ExampleClassifier:
@@ -65,10 +67,7 @@ class ExampleClassifier:
         model = LogisticRegression(C=_C, max_iter=2000).fit(np.concatenate(vectors), labels)
         classes = [str(c) for c in model.classes_]
         if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            for old in cached.parent.glob("examples-*.joblib"):
-                old.unlink(missing_ok=True)
-            joblib.dump((classes, model), cached)
+            _store(cached, (classes, model))
         return cls(classes, model)
 
     def probabilities(self, vectors: np.ndarray) -> list[dict[str, float]]:
@@ -77,6 +76,19 @@ class ExampleClassifier:
             return []
         rows = self._model.predict_proba(vectors)
         return [dict(zip(self.classes, map(float, row), strict=True)) for row in rows]
+
+
+def _store(path: Path, fitted: tuple) -> None:
+    """Keep the fit, and the few most recent others (several knowledge bases may share the cache);
+    a cache that cannot be written only costs the next start a refit."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        joblib.dump(fitted, path)
+        kept = sorted(path.parent.glob("examples-*.joblib"), key=lambda f: f.stat().st_mtime, reverse=True)
+        for old in kept[_KEEP:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 __all__ = ["NOT_COVERED", "ExampleClassifier"]

@@ -266,7 +266,7 @@ class SourceIdentifier:
         refers = refers_back(question) and not own_topic
         continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
                      or r.none_threshold <= own < r.clear_threshold)
-        if not continues or not with_context:
+        if not continues or not with_context or self._reads_not_covered(question):
             return alone, False
         if refers:  # what it names alone ("how long", "the team") is not its topic
             return with_context, True
@@ -274,6 +274,17 @@ class SourceIdentifier:
         for sid, conf in alone:
             merged[sid] = max(conf, merged.get(sid, 0.0))
         return ranked(merged), True
+
+    def _reads_not_covered(self, question: str) -> bool:
+        """Whether the example classifier reads the message, on its own words, as about nothing
+        the knowledge base covers, surely enough (`Retrieval.follow_up_not_covered`): then what
+        it refers back to does not make it covered ("how much does it cost in America?" after
+        depot injections asks what no source says)."""
+        if self.examples is None:
+            return False
+        vector = self.index.embedder.encode([self.correct_spelling(question)])
+        none = self.examples.probabilities(vector)[0].get(NOT_COVERED, 0.0)
+        return none >= self.settings.retrieval.follow_up_not_covered
 
     # -- the summary strategy ----------------------------------------------------------------
     def _ask_llm(self, question: str, calls: list[ModelCall]) -> dict[str, float] | None:
