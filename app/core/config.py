@@ -113,6 +113,9 @@ class Retrieval(Record):
     # A "did you mean" choice must contain at least this idf-weighted share of the question's
     # words: a source offered on the illness's name alone is no guess at what was asked.
     menu_min_coverage: float = Field(0.02, ge=0.0, le=1.0)
+    # ... and a message the example classifier reads as not covered with at least this
+    # probability is told so, with who can help, rather than offered a menu.
+    menu_not_covered: float = Field(0.5, ge=0.0, le=1.0)
     # Example messages (knowledge_base/examples/): the example classifier's log-odds for a source
     # over chance, clipped to [-examples_clip_down, examples_clip_up], times examples_weight, is
     # added to the source's evidence. Chosen on the retrieval file and the answer dev sets.

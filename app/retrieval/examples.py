@@ -33,6 +33,13 @@ Embed = Callable[[list[str]], np.ndarray]
 _C = 4.0
 _BATCH = 256
 _KEEP = 8  # fits kept in the cache
+_FRAMINGS = (
+    "My brother has schizophrenia.", "my mum was diagnosed with schizophrenia a few years ago,",
+    "I'm 19 and I was diagnosed last year.", "My son has psychosis.", "my wife has schizophrenia and",
+    "Hi, my dad has schizophrenia.", "i have schizophrenia.", "Our daughter was just diagnosed.",
+    "My best friend has schizophrenia,", "I've had schizophrenia for 20 years.",
+    "my partner was diagnosed in hospital last month.", "My sister has been unwell for a while.",
+)
 
 
 class ExampleClassifier:
@@ -47,6 +54,12 @@ class ExampleClassifier:
         `cache_dir` when the same examples were fitted before."""
         texts = [m for s in sets for m in s.messages]
         labels = [s.source for s in sets for _ in s.messages]
+        # Each message once more after a sentence that sets the scene and says nothing of what is
+        # asked: people often start so, and without this the classifier learnt the scene of the
+        # sources whose examples most often had one ("my brother has schizophrenia, does that
+        # mean I'll get it too?" read as "what is schizophrenia?").
+        texts += [f"{_FRAMINGS[n % len(_FRAMINGS)]} {m}" for n, m in enumerate(texts)]
+        labels += labels
         if len(set(labels)) < 2:
             return None
         key = hashlib.sha256(json.dumps([model_name, _C, texts, labels]).encode()).hexdigest()[:16]

@@ -195,20 +195,18 @@ class SourceIdentifier:
                 chance = 1 / len(probabilities)
                 shortlist += [sid for sid, p in probabilities.items()
                               if p >= 2 * chance and sid != NOT_COVERED and sid not in sources]
-            scored = []
-            for source_id in shortlist:
-                evidence = (best_cos.get(source_id, floor)
-                            + r.lexical_weight * self._coverage(terms, source_id)
-                            - r.unknown_word_penalty * unknown
-                            + self._learned_evidence(source_id, probabilities))
-                confidence = _sigmoid((evidence - r.confidence_midpoint) / r.confidence_temperature)
-                scored.append((source_id, confidence))
-            if probabilities:
-                results.append(sorted(scored, key=lambda item: -item[1]))
-                continue
-            # Fusion picks the shortlist; the absolute evidence settles the order within it.
-            head = sorted(scored[: r.rerank_depth], key=lambda item: -item[1])
-            results.append(head + scored[r.rerank_depth:])
+            evidence = {source_id: (best_cos.get(source_id, floor)
+                                    + r.lexical_weight * self._coverage(terms, source_id)
+                                    - r.unknown_word_penalty * unknown
+                                    + self._learned_evidence(source_id, probabilities))
+                        for source_id in shortlist}
+            # Fusion picks the shortlist; the absolute evidence settles the order within its head
+            # (all of it when the examples weigh in: they are evidence fusion never saw). Ordered
+            # by evidence, not confidence, which saturates: two sources sure at 1.0 stay in order.
+            depth = len(shortlist) if probabilities else r.rerank_depth
+            order = sorted(shortlist[:depth], key=lambda sid: -evidence[sid]) + shortlist[depth:]
+            results.append([(sid, _sigmoid((evidence[sid] - r.confidence_midpoint) / r.confidence_temperature))
+                            for sid in order])
         return results
 
     def _learned_evidence(self, source_id: str, probabilities: dict[str, float] | None) -> float:
@@ -266,7 +264,9 @@ class SourceIdentifier:
         refers = refers_back(question) and not own_topic
         continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
                      or r.none_threshold <= own < r.clear_threshold)
-        if not continues or not with_context or self._reads_not_covered(question):
+        # One that the examples read as not covered on its own words is not made covered by what
+        # it refers back to ("how much does it cost in America?" after depot injections).
+        if not continues or not with_context or self._reads_not_covered(question, r.follow_up_not_covered):
             return alone, False
         if refers:  # what it names alone ("how long", "the team") is not its topic
             return with_context, True
@@ -275,16 +275,13 @@ class SourceIdentifier:
             merged[sid] = max(conf, merged.get(sid, 0.0))
         return ranked(merged), True
 
-    def _reads_not_covered(self, question: str) -> bool:
+    def _reads_not_covered(self, question: str, threshold: float) -> bool:
         """Whether the example classifier reads the message, on its own words, as about nothing
-        the knowledge base covers, surely enough (`Retrieval.follow_up_not_covered`): then what
-        it refers back to does not make it covered ("how much does it cost in America?" after
-        depot injections asks what no source says)."""
+        the knowledge base covers with at least `threshold` probability."""
         if self.examples is None:
             return False
         vector = self.index.embedder.encode([self.correct_spelling(question)])
-        none = self.examples.probabilities(vector)[0].get(NOT_COVERED, 0.0)
-        return none >= self.settings.retrieval.follow_up_not_covered
+        return self.examples.probabilities(vector)[0].get(NOT_COVERED, 0.0) >= threshold
 
     # -- the summary strategy ----------------------------------------------------------------
     def _ask_llm(self, question: str, calls: list[ModelCall]) -> dict[str, float] | None:
@@ -332,6 +329,8 @@ class SourceIdentifier:
         question asks. "Will schizophrenia mess up his visa application?" finds sources only
         through the illness's name, which every source uses: a menu of them is no guess at what
         was asked; "not covered", with who can help, is."""
+        if self._reads_not_covered(question, self.settings.retrieval.menu_not_covered):
+            return []  # the examples read it as about nothing we cover: a menu would be no guess either
         terms = self._terms(self.correct_spelling(question))
         floor = self.settings.retrieval.menu_min_coverage
         return [c for c in candidates if self._coverage(terms, c.source_id) >= floor]
