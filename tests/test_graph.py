@@ -148,10 +148,13 @@ def test_sources_found_only_through_the_illness_s_name_are_not_offered_as_a_menu
     """A visa question shares only "schizophrenia" with the sources, which every source uses: the
     reply says what is not covered and who can help, not "did you mean: Recovery and hope"."""
     question = "will schizophrenia mess up my mate's visa renewal?"
-    menu_bot, bot = make_bot(retrieval={"menu_min_coverage": 0.0}), make_bot()
+    # The examples read it as not covered too; here the coverage floor alone, without them.
+    alone = {"menu_not_covered": 1.0, "examples_weight": 0.0}
+    menu_bot, bot = make_bot(retrieval={**alone, "menu_min_coverage": 0.0}), make_bot(retrieval=alone)
     assert menu_bot.ask(menu_bot.new_thread(), question).route == "clarify"  # what the menu would offer
-    trace = bot.ask(bot.new_thread(), question)
-    assert trace.route == "no_match" and "advice service" in trace.answer, trace.answer
+    for asked in (bot, make_bot()):
+        trace = asked.ask(asked.new_thread(), question)
+        assert trace.route == "no_match" and "advice service" in trace.answer, trace.answer
 
 
 def test_a_medicine_s_brand_name_finds_its_source(make_bot):
