@@ -52,6 +52,7 @@ train: $(VENV)/.installed-runtime
 
 eval: $(VENV)/.installed-runtime artefacts
 	$(BIN)/cafbot kb eval --json .cafbot/kb_eval.json
+	$(BIN)/cafbot kb eval scenarios/retrieval/holdout.jsonl --json .cafbot/kb_holdout.json
 	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json .cafbot/judges_test.json
 	$(BIN)/cafbot judges eval scenarios/judges/holdout --tiers 0 --json .cafbot/judges_holdout.json
 	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json .cafbot/screen_holdout.json
