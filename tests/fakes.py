@@ -10,6 +10,7 @@ import hashlib
 import time
 from collections.abc import Collection
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -78,3 +79,13 @@ class KeywordIdentifier:
 
     def correct_spelling(self, text: str) -> str:
         return text
+
+
+def write_sources(folder: Path, sources: dict[str, tuple[str, str, str, str]]) -> Path:
+    """A small knowledge base: one Markdown source per (id: title, summary, keywords, body)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for sid, (title, summary, keywords, body) in sources.items():
+        (folder / f"{sid}.md").write_text(
+            f"---\nid: {sid}\ntitle: {title}\nsummary: {summary}\nkeywords: [{keywords}]\n---\n"
+            f"# {title}\n\n{body}\n", encoding="utf-8")
+    return folder

@@ -14,6 +14,7 @@ from app.kb import load_knowledge_base
 from app.kb.examples import ExampleSet
 from app.retrieval.examples import ExampleClassifier
 from app.retrieval.identify import SourceIdentifier
+from tests.fakes import write_sources
 
 SOURCES = {
     "V01": ("Coping with voices", "Practical ways to cope with hearing voices.", "voices, hallucinations",
@@ -43,11 +44,7 @@ EXAMPLES = {
 
 
 def write_kb(folder: Path, examples: dict[str, list[str]] | None = None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for sid, (title, summary, keywords, body) in SOURCES.items():
-        (folder / f"{sid}.md").write_text(
-            f"---\nid: {sid}\ntitle: {title}\nsummary: {summary}\nkeywords: [{keywords}]\n---\n"
-            f"# {title}\n\n{body}\n", encoding="utf-8")
+    write_sources(folder, SOURCES)
     if examples:
         (folder / "examples").mkdir(exist_ok=True)
         for sid, messages in examples.items():

@@ -15,6 +15,7 @@ from app.kb import load_knowledge_base
 from app.retrieval.evaluate import recall_at, reciprocal_rank
 from app.retrieval.parts import split_parts
 from app.retrieval.summaries import ChosenSource, SourceChoice, SummaryChooser
+from tests.fakes import write_sources
 
 SOURCES = {
     "A01": ("Sleep problems", "Why sleep goes wrong and how to sleep better at night.", "sleep, insomnia, bedtime",
@@ -38,12 +39,7 @@ SOURCES = {
 
 
 def build_kb(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for sid, (title, summary, keywords, body) in SOURCES.items():
-        (folder / f"{sid}.md").write_text(
-            f"---\nid: {sid}\ntitle: {title}\nsummary: {summary}\nkeywords: [{keywords}]\n---\n"
-            f"# {title}\n\n{body}\n", encoding="utf-8")
-    return folder
+    return write_sources(folder, SOURCES)
 
 
 @pytest.fixture(scope="module")

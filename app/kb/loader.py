@@ -162,11 +162,7 @@ def load_knowledge_base(path: Path | str) -> KnowledgeBase:
             continue
         first_file[source.id] = file
         sources.append(source)
-    if problems:
-        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
-        raise KnowledgeBaseError(
-            f"The knowledge base {path} has {count}:\n  " + "\n  ".join(problems)
-        )
+    _raise_if_any(problems, f"The knowledge base {path} has")
     trusted, quarantined = [], []
     for source in sources:
         flags = unapproved_flags(source)
@@ -175,17 +171,18 @@ def load_knowledge_base(path: Path | str) -> KnowledgeBase:
         else:
             trusted.append(source)
     cards, problems = load_cards(path / CARDS_FOLDER, {s.id for s in trusted})
-    if problems:
-        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
-        raise KnowledgeBaseError(
-            f"The answer cards in {path / CARDS_FOLDER} have {count}:\n  " + "\n  ".join(problems))
+    _raise_if_any(problems, f"The answer cards in {path / CARDS_FOLDER} have")
     examples, problems = load_examples(path / EXAMPLES_FOLDER, {s.id for s in trusted},
                                        {q.source.id for q in quarantined})
+    _raise_if_any(problems, f"The example messages in {path / EXAMPLES_FOLDER} have")
+    return KnowledgeBase(path, trusted, quarantined, cards, examples)
+
+
+def _raise_if_any(problems: list[str], what: str) -> None:
+    """Every problem at once, one a line, after `what` ("The answer cards in … have")."""
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
-        raise KnowledgeBaseError(
-            f"The example messages in {path / EXAMPLES_FOLDER} have {count}:\n  " + "\n  ".join(problems))
-    return KnowledgeBase(path, trusted, quarantined, cards, examples)
+        raise KnowledgeBaseError(f"{what} {count}:\n  " + "\n  ".join(problems))
 
 
 def load_cards(folder: Path, source_ids: set[str]) -> tuple[list[AnswerCard], list[str]]:
