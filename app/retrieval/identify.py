@@ -210,8 +210,8 @@ class SourceIdentifier:
         return results
 
     def _learned_evidence(self, source_id: str, probabilities: dict[str, float] | None) -> float:
-        """What the example classifier adds to a source's evidence: its log-odds over chance
-        (log of the probability times the number of classes), clipped and weighed (see
+        """What the example classifier adds to a source's evidence: the log of its probability
+        over chance, or over "none" when "none" is likelier than chance, clipped and weighed (see
         `Retrieval.examples_weight`). A classifier that cannot tell adds nothing; one sure of
         the source ("the radio presenters are sending her messages": delusions) lifts it, one
         sure of another source or of "none" lowers it."""
