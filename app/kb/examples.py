@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.kb.schema import ID_PATTERN
+from app.kb.schema import ID_PATTERN, field_name, yaml_problem
 
 EXAMPLES_FOLDER = "examples"
 NOT_COVERED = "none"  # the `source` of messages that no source answers
@@ -45,14 +45,11 @@ def load_examples(folder: Path, source_ids: set[str], quarantined: set[str]) -> 
             data = yaml.safe_load(file.read_text(encoding="utf-8"))
             found = ExampleSet.model_validate(data)
         except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = f" (line {mark.line + 1})" if mark is not None else ""
-            problems.append(f"{where}: invalid YAML{line}: {getattr(error, 'problem', None) or error}")
+            problems.append(f"{where}: {yaml_problem(error)}")
             continue
         except ValidationError as error:
             for e in error.errors():
-                field = ".".join(str(p) for p in e["loc"]) or "(file)"
-                problems.append(f"{where}: field '{field}': {e['msg']} "
+                problems.append(f"{where}: field '{field_name(e['loc'], '(file)')}': {e['msg']} "
                                 "(a file holds `source: <id or none>` and `messages: [...]`)")
             continue
         if found.source in quarantined:

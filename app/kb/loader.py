@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from app.core.errors import KnowledgeBaseError
 from app.kb.cards import CARDS_FOLDER, AnswerCard, CardMeta
 from app.kb.examples import EXAMPLES_FOLDER, ExampleSet, load_examples
-from app.kb.schema import Source, SourceMeta
+from app.kb.schema import Source, SourceMeta, field_name, yaml_problem
 from judges.source_audit import SourceFlag, audit
 
 # Files an author keeps beside the sources without meaning them as sources.
@@ -88,11 +88,6 @@ def display_path(file: Path) -> str:
     return f"{file.parent.name}/{file.name}" if file.parent.name else file.name
 
 
-def _field_name(loc: tuple) -> str:
-    name = ""
-    for part in loc:
-        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
-    return name or "(front matter)"
 
 
 def read_front_matter(file: Path, schema: type[BaseModel]) -> tuple[BaseModel | None, str, list[str]]:
@@ -104,10 +99,7 @@ def read_front_matter(file: Path, schema: type[BaseModel]) -> tuple[BaseModel | 
     except UnicodeDecodeError:
         return None, "", [f"{where}: the file is not UTF-8 text"]
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        return None, "", [f"{where}: front matter: invalid YAML{line}: {problem}"]
+        return None, "", [f"{where}: front matter: {yaml_problem(error)}"]
     except Exception as error:  # python-frontmatter raises plain errors for odd headers
         return None, "", [f"{where}: front matter: cannot be read ({type(error).__name__}: {error})"]
     if not post.metadata:
@@ -122,7 +114,7 @@ def read_front_matter(file: Path, schema: type[BaseModel]) -> tuple[BaseModel | 
             message = e["msg"]
             if e["type"] == "extra_forbidden":
                 message = "unknown field (allowed: " + ", ".join(schema.model_fields) + ")"
-            problems.append(f"{where}: field '{_field_name(e['loc'])}': {message}")
+            problems.append(f"{where}: field '{field_name(e['loc'], '(front matter)')}': {message}")
     body = post.content.strip()
     if not body:
         problems.append(f"{where}: body: empty (write the text below the front matter)")

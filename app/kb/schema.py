@@ -57,3 +57,20 @@ class Source(SourceMeta):
     @property
     def meta(self) -> SourceMeta:
         return SourceMeta(**self.model_dump(include=set(SourceMeta.model_fields)))
+
+
+def field_name(loc: tuple, whole: str) -> str:
+    """A validation error's place as an author reads it ("questions[2]"); `whole` when it is
+    the whole document."""
+    name = ""
+    for part in loc:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or whole
+
+
+def yaml_problem(error: Exception) -> str:
+    """A YAML error in one line, with its line number when the parser knows it."""
+    mark = getattr(error, "problem_mark", None)
+    line = f" (line {mark.line + 1})" if mark is not None else ""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"invalid YAML{line}: {problem}"

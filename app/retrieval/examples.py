@@ -6,7 +6,7 @@ sending her messages", "since i got ill i cant concentrate, am i getting thick")
 those far from the text that answers them. Near other messages written the way people write, they
 are not. A multinomial logistic regression over the examples' MiniLM vectors, with "none" (the
 messages no source answers) as a class of its own, gives each message a probability per source.
-Retrieval blends it with its own confidence (`SourceIdentifier.score`).
+Retrieval adds what it says to each source's own evidence (`SourceIdentifier._learned_evidence`).
 
 It is fitted from the examples, deterministically, when the index is opened, and cached under the
 fingerprint of the examples and the model (`Settings.cache_dir`), so a change to any example refits
@@ -24,7 +24,7 @@ import joblib
 import numpy as np
 from tqdm import tqdm
 
-from app.kb.examples import NOT_COVERED, ExampleSet
+from app.kb.examples import ExampleSet
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -84,7 +84,7 @@ class ExampleClassifier:
         return cls(classes, model)
 
     def probabilities(self, vectors: np.ndarray) -> list[dict[str, float]]:
-        """Per (L2-normalised MiniLM) vector, each class's probability; NOT_COVERED is "none"."""
+        """Per (L2-normalised MiniLM) vector, each class's probability; app.kb.examples.NOT_COVERED ("none") is one."""
         if len(vectors) == 0:
             return []
         rows = self._model.predict_proba(vectors)
@@ -103,5 +103,3 @@ def _store(path: Path, fitted: tuple) -> None:
     except OSError:
         pass
 
-
-__all__ = ["NOT_COVERED", "ExampleClassifier"]

@@ -25,8 +25,9 @@ from app.core.errors import ModelError
 from app.core.records import Candidate, Identification, ModelCall
 from app.core.spelling import Speller, corpus_words
 from app.core.text import split_sentences
+from app.kb.examples import NOT_COVERED
 from app.kb.loader import KnowledgeBase
-from app.retrieval.examples import NOT_COVERED, ExampleClassifier
+from app.retrieval.examples import ExampleClassifier
 from app.retrieval.fusion import by_source, ranked, rrf
 from app.retrieval.index import ChunkIndex
 from app.retrieval.parts import split_parts
