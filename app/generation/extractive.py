@@ -37,7 +37,6 @@ MAX_ITEMS_ASKED = 3
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
-_NAME = re.compile(r"^(I|[A-Z][a-z]+(?:apine|idone|azole|pine|ine|ol)|NHS|GP)\b")
 # An instruction: an imperative, maybe after the condition it applies to ("If these happen, get …").
 _INSTRUCTION = re.compile(r"^(?:if [^,]+,\s*)?(?:tell|ask|contact|call|get|seek|talk to|speak to|let|see|go to)\b",
                           re.IGNORECASE)
@@ -62,6 +61,19 @@ _ADDS_TO = re.compile(r"\b(?:either|too|as well)\W*$|\bany more\b", re.IGNORECAS
 
 # A pronoun anywhere in a sentence: said of something named before it.
 _REFERS = re.compile(r"\b(it|its|they|them|their|this|these|those|he|she|his|her)\b", re.IGNORECASE)
+
+
+# A short lead-in that names nothing itself ("Common types are:", "Signs include:") says what the
+# sentence before it is about: types of what, signs of what.
+_ELLIPTICAL_LEAD_IN = re.compile(r"^(?:\w+\s+){0,2}(?:are|is|include|includes|vary)\s*:$", re.IGNORECASE)
+
+
+def _list_text(head: str, items: Sequence[str]) -> str:
+    """A list joined into one sentence after its lead-in. After a heading that asks a question
+    ("What problems can happen?") the first item starts a sentence of its own."""
+    if head.endswith("?") and items:
+        items = [items[0][:1].upper() + items[0][1:], *items[1:]]
+    return f"{head} {'; '.join(items)}."
 
 
 def leans_back(sentence: str) -> bool:
@@ -98,21 +110,26 @@ class Passage:
 
     @property
     def leans_back(self) -> bool:
-        return self.tail or leans_back(self.text)
+        return self.tail or leans_back(self.text) or bool(_ELLIPTICAL_LEAD_IN.match(self.head))
 
     @property
     def introduced_items(self) -> list[str]:
         """Each item as its lead-in introduces it ("Signs include: fever.")."""
-        return [f"{self.head} {item}." for item in self.items]
+        return [_list_text(self.head, [item]) for item in self.items]
 
     def with_items(self, keep: Sequence[int]) -> str:
         """The list joined with only the items `keep` names, in their own order."""
-        return f"{self.head} {'; '.join(self.items[i] for i in sorted(keep))}."
+        return _list_text(self.head, [self.items[i] for i in sorted(keep)])
 
     @property
     def is_list(self) -> bool:
         """A list joined to its lead-in ("Signs include: fever; very stiff muscles; …")."""
-        return ": " in self.text and "; " in self.text
+        return len(self.items) > 1
+
+    @property
+    def lead_in(self) -> str:
+        """What a joined list is about: its lead-in or heading, without the colon."""
+        return self.head.rstrip(":").strip()
 
 
 @dataclass(frozen=True)
@@ -143,8 +160,9 @@ def passages(body: str) -> list[Passage]:
     def close_list() -> None:
         nonlocal lead_in, items, tails
         if items and (lead_in or section):
-            head = lead_in or section + ":"
-            add(f"{head} {'; '.join(items)}.", head, tuple(items))
+            # A heading that asks a question keeps its question mark ("What helps?"), not "?:".
+            head = lead_in or (section if section.endswith("?") else section + ":")
+            add(_list_text(head, items), head, tuple(items))
             for sentence in tails:
                 add(sentence, tail=True)
         lead_in, items, tails = None, [], []
@@ -179,7 +197,7 @@ def passages(body: str) -> list[Passage]:
             # Joined into a sentence, an item starts in lower case ("…: take your medicine; a
             # steady level…"), unless it starts with a name or an abbreviation ("Clozapine", "CBT").
             word = first.split()[0]
-            named = _NAME.match(first) or (len(word) > 1 and word.isupper())
+            named = word == "I" or MEDICINE.match(first) or (len(word) > 1 and word.isupper())
             items.append(first if named else first[0].lower() + first[1:])
             continue
         close_list()
@@ -210,7 +228,7 @@ def source_sentences(body: str) -> list[str]:
 def _embedded(passage: Passage) -> str:
     """What a passage is scored by: a joined list by its lead-in, as the items would dilute its
     meaning (each item is scored too, see `pick_sentences`)."""
-    return passage.text.split(": ", 1)[0] if passage.is_list else passage.text
+    return passage.lead_in if passage.is_list else passage.text
 
 
 # From this many content words, a question that names a medicine says enough besides the name to be
