@@ -20,7 +20,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,local]'
 	touch $@ $(VENV)/.installed-runtime
 
-# The learned checks are built here, not kept in git: the first run trains them (about 6 minutes
+# The learned checks are built here, not kept in git: the first run trains them (about 10 minutes
 # on two cores, seeded, so the published figures reproduce); later runs only when their training
 # data or features changed.
 artefacts: $(VENV)/.installed-runtime

@@ -51,6 +51,11 @@ def test_list_items_joined_into_a_sentence_start_in_lower_case_unless_a_name():
                                       "CBT alongside it; Clozapine for some; I can plan ahead."]
 
 
+def test_a_list_under_a_heading_that_asks_a_question_starts_its_own_sentence():
+    body = "## What helps?\n\n- Routines.\n- Phone reminders.\n"
+    assert source_sentences(body) == ["What helps? Routines; phone reminders."]
+
+
 def test_an_item_s_later_sentences_follow_its_list_and_lean_on_it():
     body = ("Other side effects:\n\n- **Constipation**: very common. Tell your team if your bowels are not "
             "opening as usual.\n- **Drooling**: extra saliva. It is worse at night.\n")

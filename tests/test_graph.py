@@ -457,6 +457,29 @@ def test_a_chain_of_follow_ups_keeps_the_topic_the_conversation_started_with(mak
     assert third.resolved_question.endswith("is it free?")
 
 
+def test_a_follow_up_about_something_we_do_not_cover_is_not_covered_though_it_refers_back(make_bot):
+    """"it" is the depot, but the cost abroad is what is asked, and no source says it; the topic
+    stays on depots for the next follow-up."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "how are depot injections given?")
+    abroad = bot.ask(thread, "how much does it cost in America?")
+    after = bot.ask(thread, "does it hurt?")
+    assert abroad.route == "no_match", abroad.answer
+    assert after.identification.context.startswith("how are depot injections given?"), after.identification
+    assert after.route == "answer" and "S10" in after.citations, after.answer
+
+
+def test_a_follow_up_whose_own_words_name_no_topic_is_read_with_the_conversation(make_bot):
+    """"anything we can do at home to help her?" could follow many topics: it follows this one."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "my daughter struggles to concentrate and remember things since she got ill")
+    trace = bot.ask(thread, "anything we can do at home to help her?")
+    assert trace.identification.context.startswith("my daughter struggles"), trace.identification
+    assert "S04" in trace.citations, trace.answer
+
+
 def test_a_follow_up_is_matched_to_cards_on_what_it_asks_not_on_the_topic(make_bot):
     bot = make_bot()
     thread = bot.new_thread()

@@ -130,8 +130,15 @@ class Retrieval(Record):
     # with the conversation's topic.
     follow_up_min_terms: int = Field(2, ge=0)
     # ... unless the example classifier reads it, on its own words, as not covered with at least
-    # this probability ("how much does it cost in America?"): then it is read alone.
+    # this probability ("how do I renew my passport?"): then it is read alone; and one that refers
+    # back, read with the topic, as not covered with at least `reference_not_covered` ("how much
+    # does it cost in America?" after depots, while "is it free?" after family intervention is covered).
     follow_up_not_covered: float = Field(0.8, ge=0.0, le=1.0)
+    reference_not_covered: float = Field(0.5, ge=0.0, le=1.0)
+    # ... and a message whose likeliest source, for the example classifier on its own words, has
+    # less than this probability continues the conversation: its words do not say which topic it
+    # is on ("anything we can do at home to help her?"). Dev sets: flat from 0.4 to 0.6.
+    follow_up_unsure: float = Field(0.4, ge=0.0, le=1.0)
     # With a model configured, a message in a conversation is first rewritten by it as a question
     # that stands alone ("is it free?" -> "is family intervention free?").
     condense: bool = True

@@ -24,6 +24,7 @@ from judges.source_audit import flag_for
 Embed = Callable[[list[str]], np.ndarray]
 
 ANSWER_TYPE_BONUS = 0.1
+HEADING_WEIGHT = 0.2  # times the likeness of a sentence's section heading to the question (dev sets: flat 0-0.3)
 FOCUS_BONUS = 0.1  # a sentence of a section the last answer drew on, for a message that refers back to it
 REPEAT_PENALTY = 0.1  # a sentence an earlier answer said, for a follow-up that asks something of its own
 SAME_MEANING = 0.85  # cosine similarity from which two sentences say the same thing
@@ -61,11 +62,6 @@ _ADDS_TO = re.compile(r"\b(?:either|too|as well)\W*$|\bany more\b", re.IGNORECAS
 
 # A pronoun anywhere in a sentence: said of something named before it.
 _REFERS = re.compile(r"\b(it|its|they|them|their|this|these|those|he|she|his|her)\b", re.IGNORECASE)
-
-
-# A short lead-in that names nothing itself ("Common types are:", "Signs include:") says what the
-# sentence before it is about: types of what, signs of what.
-_ELLIPTICAL_LEAD_IN = re.compile(r"^(?:\w+\s+){0,2}(?:are|is|include|includes|vary)\s*:$", re.IGNORECASE)
 
 
 def _list_text(head: str, items: Sequence[str]) -> str:
@@ -110,7 +106,7 @@ class Passage:
 
     @property
     def leans_back(self) -> bool:
-        return self.tail or leans_back(self.text) or bool(_ELLIPTICAL_LEAD_IN.match(self.head))
+        return self.tail or leans_back(self.text)
 
     @property
     def introduced_items(self) -> list[str]:
@@ -139,6 +135,7 @@ class Picked:
     text: str
     score: float
     leans_back: bool = False  # quoted after the passage before it
+    listed: bool = False  # a joined list: one sentence, cited once ("What helps? Routines; …")
 
 
 def passages(body: str) -> list[Passage]:
@@ -257,7 +254,9 @@ def _aspect_vectors(questions: Sequence[str], texts: list[str], vectors: np.ndar
 
 def embedded_texts(body: str) -> list[str]:
     """Every text the generator embeds for a source, for warming the embedding cache."""
-    return [text for p in passages(body) for text in (_embedded(p), *p.introduced_items)]
+    found = passages(body)
+    return [*(text for p in found for text in (_embedded(p), *p.introduced_items)),
+            *dict.fromkeys(p.section for p in found if p.section)]
 
 
 def _content_words(text: str) -> set[str]:
@@ -310,13 +309,18 @@ def pick_sentences(
     such as fever…" after "Get help straight away if someone has a high fever…": the lead is
     general, the source specific)."""
     said = " ".join(already_said)
-    offered = [(rank, doc.id, p, found) for rank, doc in enumerate(sources) for p, found in _quotable(doc.text)
-               if p.text not in said and p.text not in quoted]
-    pool = [(rank, sid, p) for rank, sid, p, _ in offered]
-    sentence_words = [found for *_, found in offered]
+    offered = [(rank, doc.id, p, found, p.section or doc.title) for rank, doc in enumerate(sources)
+               for p, found in _quotable(doc.text) if p.text not in said and p.text not in quoted]
+    pool = [(rank, sid, p) for rank, sid, p, _, _ in offered]
+    sentence_words = [found for _, _, _, found, _ in offered]
     if not pool:
         return []
     vectors = embed([_embedded(p) for _, _, p in pool])
+    # What each sentence's section is about, by its heading (the source's title before the first):
+    # "It is not your fault" says what "Nothing you did, said or thought caused it" answers.
+    headings = [heading for *_, heading in offered]
+    heading_texts = list(dict.fromkeys(headings))
+    heading_vectors = embed(heading_texts)[[heading_texts.index(h) for h in headings]]
     focused = {(doc.id, p.section) for doc in sources for p, _ in _quotable(doc.text) if p.text in focus} \
         | {(sid, p.section) for (_, sid, p), near in zip(pool, _says_again(vectors, focus, embed), strict=True)
            if near} if focus else set()
@@ -328,7 +332,8 @@ def pick_sentences(
             if sid in drawn_from and (said_so[i] or (p.items and _says_again(embed(p.introduced_items), quoted,
                                                                                embed).any())):
                 fresh[i] = False
-    pool, vectors = [item for item, keep in zip(pool, fresh, strict=True) if keep], vectors[fresh]
+    pool, vectors, heading_vectors = ([item for item, keep in zip(pool, fresh, strict=True) if keep],
+                                      vectors[fresh], heading_vectors[fresh])
     sentence_words = [found for found, keep in zip(sentence_words, fresh, strict=True) if keep]
     if not pool:
         return []
@@ -366,6 +371,7 @@ def pick_sentences(
             item_similarity.append(item_vectors @ part_vector)
             np.maximum.at(similarity, item_owners, item_similarity[-1])
         lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
+        similarity = similarity + HEADING_WEIGHT * (heading_vectors @ part_vector)
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.
         typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in pool], dtype=float)
@@ -409,7 +415,8 @@ def pick_sentences(
         counts[source_id] = counts.get(source_id, 0) + 1
         # A list brought along by the sentence it continues is quoted whole: it says what that one is.
         text = passage.text if forced else items_asked(index)
-        chosen[key] = Picked(source_id, passage.position, text, float(combined[index]), passage.leans_back)
+        chosen[key] = Picked(source_id, passage.position, text, float(combined[index]), passage.leans_back,
+                             bool(passage.items))
 
     for scores in scored_parts:  # one sentence per part first, so no part goes unanswered
         take(int(np.argmax(scores)))
@@ -471,5 +478,5 @@ def compose_extractive_answer(
         if group:
             # Every sentence cited, those of a passage of several (a myth and its correction) too.
             paragraphs.append(" ".join(f"{sentence} [{p.source_id}]" for p in group
-                                       for sentence in split_sentences(p.text)))
+                                       for sentence in ([p.text] if p.listed else split_sentences(p.text))))
     return "\n\n".join([*paragraphs, reply("verification_reminder")])

@@ -88,7 +88,7 @@ class SourceIdentifier:
             if follow_up:
                 if own_topic is None:
                     own_topic = self.names_own_topic(question)
-                readings = [self._with_context(alone, read_on, part if len(parts) > 1 else question, own_topic)
+                readings = [self._with_context(alone, read_on, part if len(parts) > 1 else question, context, own_topic)
                             for part, alone, read_on in zip(parts, scored[: len(parts)], scored[len(parts):], strict=True)]
                 scored = [reading for reading, _ in readings]
                 used_context = context if any(continues for _, continues in readings) else ""
@@ -154,7 +154,7 @@ class SourceIdentifier:
         source = self.knowledge_base.get(source_id)
         if source is None:
             return False
-        asked = set(self._terms(self.correct_spelling(question)))
+        asked = set(self._terms(question))
         half = len(self.index.source_terms) / 2
         return any((terms := self._terms(keyword)) and set(terms) <= asked
                    and all(self.index.term_sources.get(t, 0) <= half for t in terms)
@@ -245,10 +245,12 @@ class SourceIdentifier:
         return sum(self.index.source_idf(t) / top for t in terms if t in used) / len(terms)
 
     def _terms(self, text: str) -> list[str]:
-        """The question's content words (stemmed, stop words and numbers dropped)."""
-        return [t for t in dict.fromkeys(self.index.tokenize(text)) if not t.isdigit()]
+        """The question's content words as the knowledge base would write them (spelling and
+        texting forms corrected: "u" is "you", no content word), stemmed, stop words and numbers
+        dropped."""
+        return [t for t in dict.fromkeys(self.index.tokenize(self.correct_spelling(text))) if not t.isdigit()]
 
-    def _with_context(self, alone: Scored, with_context: Scored, question: str,
+    def _with_context(self, alone: Scored, with_context: Scored, question: str, context: str,
                       own_topic: bool = False) -> tuple[Scored, bool]:
         """Which reading of a message in a conversation counts, and whether it continues the
         conversation. One that refers back ("how long does it go on for?", "what about uni? can
@@ -263,11 +265,24 @@ class SourceIdentifier:
         r = self.settings.retrieval
         own = alone[0][1] if alone else 0.0
         refers = refers_back(question) and not own_topic
+        learned = self._example_reading(question)
         continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
-                     or r.none_threshold <= own < r.clear_threshold)
-        # One that the examples read as not covered on its own words is not made covered by what
-        # it refers back to ("how much does it cost in America?" after depot injections).
-        if not continues or not with_context or self._reads_not_covered(question, r.follow_up_not_covered):
+                     or r.none_threshold <= own < r.clear_threshold
+                     # The examples cannot tell which source its own words are about ("anything we
+                     # can do at home to help her?"): retrieval's sureness is of the words, not the topic.
+                     or (not own_topic and learned is not None
+                         and max(p for sid, p in learned.items() if sid != NOT_COVERED) < r.follow_up_unsure))
+        if not continues or not with_context:
+            return alone, False
+        # Not covered is not made covered by the conversation. One that does not refer back is
+        # read on its own words ("how do I renew my passport?"); one that refers back, on its own
+        # words and with what it refers to: "how much does it cost in America?" after depot
+        # injections is about cost abroad either way, "is it free?" after family intervention is
+        # about family intervention.
+        not_covered = (learned or {}).get(NOT_COVERED, 0.0)
+        if refers:
+            not_covered = min(not_covered, (self._example_reading(f"{context} {question}") or {}).get(NOT_COVERED, 0.0))
+        if not_covered >= (r.reference_not_covered if refers else r.follow_up_not_covered):
             return alone, False
         if refers:  # what it names alone ("how long", "the team") is not its topic
             return with_context, True
@@ -276,13 +291,17 @@ class SourceIdentifier:
             merged[sid] = max(conf, merged.get(sid, 0.0))
         return ranked(merged), True
 
+    def _example_reading(self, question: str) -> dict[str, float] | None:
+        """The example classifier's probabilities for the message on its own words (None without
+        examples)."""
+        if self.examples is None:
+            return None
+        return self.examples.probabilities(self.index.embedder.encode([self.correct_spelling(question)]))[0]
+
     def _reads_not_covered(self, question: str, threshold: float) -> bool:
         """Whether the example classifier reads the message, on its own words, as about nothing
         the knowledge base covers with at least `threshold` probability."""
-        if self.examples is None:
-            return False
-        vector = self.index.embedder.encode([self.correct_spelling(question)])
-        return self.examples.probabilities(vector)[0].get(NOT_COVERED, 0.0) >= threshold
+        return (self._example_reading(question) or {}).get(NOT_COVERED, 0.0) >= threshold
 
     # -- the summary strategy ----------------------------------------------------------------
     def _ask_llm(self, question: str, calls: list[ModelCall]) -> dict[str, float] | None:
@@ -332,7 +351,7 @@ class SourceIdentifier:
         was asked; "not covered", with who can help, is."""
         if self._reads_not_covered(question, self.settings.retrieval.menu_not_covered):
             return []  # the examples read it as about nothing we cover: a menu would be no guess either
-        terms = self._terms(self.correct_spelling(question))
+        terms = self._terms(question)
         floor = self.settings.retrieval.menu_min_coverage
         return [c for c in candidates if self._coverage(terms, c.source_id) >= floor]
 
