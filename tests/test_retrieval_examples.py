@@ -195,3 +195,23 @@ def test_no_example_nearly_repeats_a_question_of_an_evaluation_set(embedder, kno
     assert len(messages) > 1000 and len(questions) > 500
     closest = (embedder.encode(messages, cache=False) @ embedder.encode(questions, cache=False).T).max(axis=1)
     assert float(closest.max()) <= 0.9, messages[int(closest.argmax())]
+
+
+@pytest.mark.slow
+def test_a_source_the_examples_are_sure_of_is_a_clear_match_below_retrieval_s_own(identifiers):
+    """Words retrieval finds nowhere, a classifier sure of a source: it is answered from it. A
+    message retrieval is sure of keeps its source first, whatever the classifier says."""
+    with_examples, _ = identifiers
+    far = "she sobs into the pillow whenever the neighbour's dog barks"
+    settings = with_examples.settings
+    assert settings.retrieval.examples_sure < 0.9
+    sure_of = {"V01": 0.9, "W01": 0.04, "E01": 0.03, "none": 0.03}
+    plain = SourceIdentifier(with_examples.knowledge_base, with_examples.index, settings,
+                             examples=FixedClassifier({sid: 0.25 for sid in ("V01", "W01", "E01", "none")}))
+    sure = SourceIdentifier(with_examples.knowledge_base, with_examples.index, settings,
+                            examples=FixedClassifier(sure_of))
+    assert plain.identify(far).outcome != "clear"
+    found = sure.identify(far)
+    assert found.outcome == "clear" and found.candidates[0].source_id == "V01", found
+    own_words = sure.identify("Can I ask my employer for reasonable adjustments such as part-time hours?")
+    assert own_words.candidates[0].source_id == "W01", own_words

@@ -201,6 +201,16 @@ class SourceIdentifier:
                                     - r.unknown_word_penalty * unknown
                                     + self._learned_evidence(source_id, probabilities))
                         for source_id in shortlist}
+            if probabilities:
+                # A source the examples are sure of is at least a clear match, however far its
+                # words are from the message's ("how do I respond when he says the neighbours are
+                # spying on him?": family life). Below retrieval's own sure matches, it keeps
+                # their order.
+                clear = r.confidence_midpoint + r.confidence_temperature * math.log(
+                    r.clear_threshold / (1 - r.clear_threshold)) + 1e-6
+                for source_id in shortlist:
+                    if probabilities.get(source_id, 0.0) >= r.examples_sure:
+                        evidence[source_id] = max(evidence[source_id], clear)
             # Fusion picks the shortlist; the absolute evidence settles the order within its head
             # (all of it when the examples weigh in: they are evidence fusion never saw). Ordered
             # by evidence, not confidence, which saturates: two sources sure at 1.0 stay in order.
