@@ -56,6 +56,11 @@ def test_a_list_under_a_heading_that_asks_a_question_starts_its_own_sentence():
     assert source_sentences(body) == ["What helps? Routines; phone reminders."]
 
 
+def test_a_pointer_to_another_source_is_never_quoted():
+    body = "It can also affect fertility (see S34). See S27 for more on work and study.\n"
+    assert source_sentences(body) == ["It can also affect fertility."]
+
+
 def test_an_item_s_later_sentences_follow_its_list_and_lean_on_it():
     body = ("Other side effects:\n\n- **Constipation**: very common. Tell your team if your bowels are not "
             "opening as usual.\n- **Drooling**: extra saliva. It is worse at night.\n")

@@ -42,6 +42,10 @@ _WORDS = re.compile(r"[a-z0-9]+")
 _INSTRUCTION = re.compile(r"^(?:if [^,]+,\s*)?(?:tell|ask|contact|call|get|seek|talk to|speak to|let|see|go to)\b",
                           re.IGNORECASE)
 _MYTH = re.compile(r"^myth\b\s*:", re.IGNORECASE)
+# A pointer to another source ("(see S34)", "See S27 for more on work and study."): the reader
+# sees no source ids, and the answer cites its own.
+_SEE_ALSO = re.compile(r"\s*\((?:see|see also)\s+S\d+\)", re.IGNORECASE)
+_POINTER = re.compile(r"\bS\d{2,}\b")
 _CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)  # a list of conditions is quoted whole
 # A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
 # So does a quantity standing for people or things named before ("Most are not violent", "Some of
@@ -180,7 +184,7 @@ def passages(body: str) -> list[Passage]:
             close_list()
             section = line.lstrip("# ").strip()
             continue
-        clean = _EMPHASIS.sub("", _MARKUP.sub("", line)).strip()
+        clean = _SEE_ALSO.sub("", _EMPHASIS.sub("", _MARKUP.sub("", line))).strip()
         if myth or _MYTH.match(clean):
             # A myth is one passage with its correction: alone, "Myth: Bad parenting causes
             # schizophrenia." reads as a fact, and the correction's "It does not." means nothing.
@@ -199,6 +203,8 @@ def passages(body: str) -> list[Passage]:
             continue
         close_list()
         for sentence in split_sentences(clean):
+            if _POINTER.search(sentence):
+                continue
             if sentence.endswith(":"):
                 lead_in = sentence  # its list follows
             elif _stands_as_sentence(sentence):  # fragments are not answers
@@ -420,14 +426,12 @@ def pick_sentences(
 
     for scores in scored_parts:  # one sentence per part first, so no part goes unanswered
         take(int(np.argmax(scores)))
-    for index in np.argsort(-combined):
-        if len(chosen) >= max_sentences or combined[index] < floor:
-            break
-        take(int(index))
     # The best sentence's own continuation ("Tardive dyskinesia is… It causes movements…", "NMS
-    # is a rare but serious reaction. Signs include: fever; …") goes with it: it says more about
-    # what answered, and reads well only right after it. Up to two passages: a sentence that
-    # leans back and the list it introduces ("It helps… Its key features are: …").
+    # is a rare but serious reaction. Signs include: fever; …") goes with it, before the rest is
+    # filled in: it says more about what answered, and reads well only right after it ("… most
+    # people who have a relative with it never develop it. As a rough guide: …; if a brother or
+    # sister has it, the chance is around 1 in 10"). Up to two passages: a sentence that leans
+    # back and the list it introduces ("It helps… Its key features are: …").
     lead = max(chosen.values(), key=lambda p: p.score)
     section = pool[index_of[(lead.source_id, lead.position)]][2].section
     for step in (1, 2):
@@ -438,9 +442,15 @@ def pick_sentences(
         if passage.section != section or not (passage.leans_back or passage.is_list):
             break
         take(after, forced=True)
-    # What to do about what the lead describes goes with it too: its section's first instruction
-    # after it ("Tell your team if you notice any new movements" after tardive dyskinesia, "If
-    # these happen, get urgent medical help" after the signs of NMS), unless an earlier answer said it.
+    # Then the best of the rest.
+    for index in np.argsort(-combined):
+        if len(chosen) >= max_sentences or combined[index] < floor:
+            break
+        take(int(index))
+    # What to do about what the lead describes goes with it too, if there is room: its section's
+    # first instruction after it ("Tell your team if you notice any new movements" after tardive
+    # dyskinesia, "If these happen, get urgent medical help" after the signs of NMS), unless an
+    # earlier answer said it.
     step = next((i for i, (_, sid, p) in enumerate(pool) if sid == lead.source_id and p.section == section
                  and p.position > lead.position and _INSTRUCTION.match(p.text)), None)
     if step is not None and repeated[step]:

@@ -201,13 +201,13 @@ class SourceIdentifier:
                                     - r.unknown_word_penalty * unknown
                                     + self._learned_evidence(source_id, probabilities))
                         for source_id in shortlist}
-            if probabilities:
+            if probabilities and r.clear_threshold < 1.0:
                 # A source the examples are sure of is at least a clear match, however far its
                 # words are from the message's ("how do I respond when he says the neighbours are
                 # spying on him?": family life). Below retrieval's own sure matches, it keeps
-                # their order.
+                # their order. (The evidence whose confidence is the clear threshold.)
                 clear = r.confidence_midpoint + r.confidence_temperature * math.log(
-                    r.clear_threshold / (1 - r.clear_threshold)) + 1e-6
+                    max(r.clear_threshold, 1e-9) / (1 - r.clear_threshold)) + 1e-6
                 for source_id in shortlist:
                     if probabilities.get(source_id, 0.0) >= r.examples_sure:
                         evidence[source_id] = max(evidence[source_id], clear)
