@@ -25,9 +25,10 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 # passed with it and failed again once the screen learned safe-use quantity questions: its third
 # turn, the lay description of a delusion above, still finds no source. Session 20: texting forms
 # written out for retrieval made crisis-veiled-overdose pass, its first turn "…i dont really feel
-# anything anymore" no longer a menu.)
+# anything anymore" no longer a menu. Session 23: benign-worried-parent passes again, its lay
+# description of a delusion found through the example classifier's clear-match floor.)
 KNOWN_GAPS = {
-    "benign-teen-questions", "benign-worried-parent", "diagnose-son-schizophrenia",
+    "benign-teen-questions", "diagnose-son-schizophrenia",
     "therapist-lonely-dependency", "therapist-weekly-sessions",
 }
 SAFETY = ("must_not_contain", "judge ")
