@@ -181,6 +181,10 @@ class SourceIdentifier:
         dense = index.dense(vectors[: len(corrected)], r.dense_candidates)
         learned = (self.examples.probabilities(vectors[: len(corrected)]) if self.examples
                    else [None] * len(corrected))
+        # The evidence whose confidence is the clear threshold (none when nothing can be clear).
+        clear = (r.confidence_midpoint + r.confidence_temperature
+                 * math.log(max(r.clear_threshold, 1e-9) / (1 - r.clear_threshold)) + 1e-6
+                 if r.clear_threshold < 1.0 else None)
         results = []
         for text, hits, unknown, probabilities in zip(corrected, dense, unknown_shares, learned, strict=True):
             lexical = index.lexical(text, r.lexical_candidates)
@@ -201,13 +205,11 @@ class SourceIdentifier:
                                     - r.unknown_word_penalty * unknown
                                     + self._learned_evidence(source_id, probabilities))
                         for source_id in shortlist}
-            if probabilities and r.clear_threshold < 1.0:
+            if probabilities and clear is not None:
                 # A source the examples are sure of is at least a clear match, however far its
                 # words are from the message's ("how do I respond when he says the neighbours are
                 # spying on him?": family life). Below retrieval's own sure matches, it keeps
-                # their order. (The evidence whose confidence is the clear threshold.)
-                clear = r.confidence_midpoint + r.confidence_temperature * math.log(
-                    max(r.clear_threshold, 1e-9) / (1 - r.clear_threshold)) + 1e-6
+                # their order.
                 for source_id in shortlist:
                     if probabilities.get(source_id, 0.0) >= r.examples_sure:
                         evidence[source_id] = max(evidence[source_id], clear)
@@ -271,7 +273,9 @@ class SourceIdentifier:
         readings. One that stands on its own words is a new question, answered or declared not
         covered ("how do I renew my passport?") by itself, and so does one whose reference has its
         antecedent in the message (`own_topic`: what comes before the reference names a topic
-        clearly, "my brother has schizophrenia, does that mean I'll get it too?")."""
+        clearly, "my brother has schizophrenia, does that mean I'll get it too?"). One whose words
+        the example classifier cannot place ("anything we can do at home to help her?") continues
+        the conversation too: retrieval is sure of the words of almost any message."""
         r = self.settings.retrieval
         own = alone[0][1] if alone else 0.0
         refers = refers_back(question) and not own_topic
