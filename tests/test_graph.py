@@ -470,6 +470,17 @@ def test_a_follow_up_about_something_we_do_not_cover_is_not_covered_though_it_re
     assert after.route == "answer" and "S10" in after.citations, after.answer
 
 
+def test_the_it_of_a_situation_starts_a_new_topic(make_bot):
+    """"is it our fault?" after "what actually is it" is about blame, not about the "split" in
+    the illness's name."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "my son got diagnosed with schizophrenia last month, what actually is it")
+    trace = bot.ask(thread, "is it our fault? we split up when he was 10")
+    assert trace.identification.context == "", trace.identification
+    assert trace.citations[0] == "S05" and "split" not in trace.answer.lower(), trace.answer
+
+
 def test_a_follow_up_whose_own_words_name_no_topic_is_read_with_the_conversation(make_bot):
     """"anything we can do at home to help her?" could follow many topics: it follows this one."""
     bot = make_bot()

@@ -43,6 +43,10 @@ def test_medicines_are_listed_once_most_recent_last():
 def test_refers_back():
     assert refers_back("is that normal for someone who has been unwell for a long time?")
     assert not refers_back("what are the early warning signs of relapse?")
+    # The "it" of a situation refers to nothing said before.
+    assert not refers_back("is it our fault? we split up when he was 10")
+    assert not refers_back("is it a relapse?")
+    assert refers_back("can you still get it if you've decided not to take medication?")
 
 
 def test_what_a_message_says_before_its_first_reference():

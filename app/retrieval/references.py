@@ -17,9 +17,11 @@ _OTHER = re.compile(rf"\bthe other(?: {_NOUN}s?)?\b", re.IGNORECASE)
 _THAT = re.compile(rf"\b(?:that|this|the same) {_NOUN}\b", re.IGNORECASE)
 # "it" that stands for something said before; not the "it" of "is it normal to…", "it seems
 # that…", nor the situational "it" of "is it my fault?", "is it a relapse?".
-_IT = re.compile(r"\bit\b(?!\s+(?:\w+\s+){0,2}(?:to|that|if|when|whether)\b)"
-                 r"(?!\s+(?:my|your|his|her|our|their|a|an|the|me|just|all|really)\b)", re.IGNORECASE)
-_BACK = re.compile(r"\b(?:it|that|this|they|them|those|these|the other|same)\b", re.IGNORECASE)
+_SITUATION = r"(?!\s+(?:my|your|his|her|our|their|a|an|the|me|just|all|really)\b)"
+_IT = re.compile(r"\bit\b(?!\s+(?:\w+\s+){0,2}(?:to|that|if|when|whether)\b)" + _SITUATION, re.IGNORECASE)
+# A message that leans on something said before; the situational "it" of "is it our fault?" does not.
+_BACK = re.compile(r"\bit\b" + _SITUATION + r"|\b(?:that|this|they|them|those|these|the other|same)\b",
+                   re.IGNORECASE)
 
 
 def named_medicines(messages: list[str]) -> list[str]:
