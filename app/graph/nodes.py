@@ -51,6 +51,14 @@ from judges.schema import DraftContext
 
 # The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
 _SOMEONE_ELSE_IN_DANGER = frozenset(["third_person", "third_person_risk", "third_person_danger", "missing_person"])
+_ANOTHER_PERSON = re.compile(
+    r"\b(?:he|she|him|his|her|hers|he'?s|she'?s|hes|shes)\b|\b(?:my|our)\s+(?:\w+\s+){0,2}?(?:son|daughter|child|"
+    r"kid|boy|girl|mum|mom|mother|dad|father|parent|brother|sister|husband|wife|partner|boyfriend|girlfriend|"
+    r"friend|mate|relative|uncle|aunt|cousin|grandson|granddaughter|flatmate)s?\b", re.IGNORECASE)
+# "Who do I call?", "where can I go tonight?", "what number do I ring?": where to get help, not what to do.
+_ASKS_WHO_TO_CONTACT = re.compile(
+    r"\b(?:who|where|what (?:number|line|service))\b(?:\W+\w+){0,5}?\W+(?:call|ring|phone|contact|text|go|turn|"
+    r"get help|speak|talk)\b", re.IGNORECASE)
 _CHOICE = re.compile(r"^\s*(?:option\s*|number\s*|#)?([1-9])\b", re.IGNORECASE)
 _YES = re.compile(r"^\s*(yes|yeah|yep|yup|y|ok|okay|sure|that one|the first( one)?)\b", re.IGNORECASE)
 
@@ -177,17 +185,20 @@ class AnswerNodes:
                 and identification.candidates and not identification.context else ""
             match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen),
                                               request=screen.boundary_kind, best_source=best)
-            if screen.urgent and match is not None and match.card.kind != "answer":
+            if screen.urgent and not _own_case(screen) and match is not None and match.card.kind != "answer":
                 # Someone unwell now hears how to get help first, not what we cannot do; and after
                 # it what the sources say of the situation, not the lead alone.
                 match = None
-            if _own_case(screen) and identification.outcome != "clear" and (match is None or not match.confident):
+            if _own_case(screen) and (identification.outcome != "clear" or screen.urgent) \
+                    and (match is None or not match.confident):
                 # A request about one's own case gets a boundary reply, never a menu or "not
-                # covered": from the likeliest sources found, else the nearest boundary card.
-                if identification.outcome == "middling":
+                # covered": from the likeliest sources found, else the nearest boundary card. Someone
+                # unwell now gets the nearest card's safety fact ("never restart alone"), whatever
+                # the sources found for the symptoms.
+                if identification.outcome == "middling" and not screen.urgent:
                     identification = identification.model_copy(update={"outcome": "clear"})
                 else:
-                    match = self.services.cards.nearest_boundary(text, self.settings.retrieval)
+                    match = self.services.cards.nearest_boundary(text, self.settings.retrieval) or match
             if screen.urgent and (lead := self._urgent_card(screen)):
                 # Someone unwell now gets how to get help today (the lead's sources go in with
                 # what was found), never a menu or "not covered".
@@ -260,7 +271,8 @@ class AnswerNodes:
         card), before anything the sources say about the situation."""
         card = self._urgent_card(state["screen"])
         delivered = state.get("card_confident") and state.get("card") == getattr(card, "id", None)
-        if not state["screen"].urgent or card is None or state["trace"].route != "answer" or delivered:
+        if not state["screen"].urgent or card is None or state["trace"].route not in ("answer", "boundary") \
+                or delivered:
             return ""
         return card.body
 
@@ -537,9 +549,19 @@ def _delivered(card: AnswerCard, state: ChatState) -> bool:
 
 def _own_case(screen: InputScreen) -> bool:
     """A request about the writer's own case, made afresh (a follow-up continues the last topic).
-    Someone unwell now is not told first what the bot cannot do: the answer leads with getting
-    help today."""
-    return screen.personal_advice and not screen.follow_up and not screen.urgent
+    Someone unwell now asks about their own case too ("stopped my risperidone and the voices are
+    back, what do I do?"): what to do about it is for their team, and the reply leads with how to
+    get help today (`_lead`). Not when someone else is unwell (the screen's reading of whose
+    situation it is), nor when all that is asked is who to turn to: the contacts answer that."""
+    if not screen.personal_advice or screen.follow_up:
+        return False
+    return not screen.urgent or not (_about_someone_else(screen) or _ASKS_WHO_TO_CONTACT.search(screen.text))
+
+
+def _about_someone_else(screen: InputScreen) -> bool:
+    """The message tells of another person (the screen's reading of the situation's kind, or a
+    relative or "he"/"she" in its words: "is he just being lazy?")."""
+    return screen.crisis_kind in _SOMEONE_ELSE_IN_DANGER or bool(_ANOTHER_PERSON.search(screen.text))
 
 
 def card_draft(card: AnswerCard, boundary: bool = False, body: str = "") -> str:
