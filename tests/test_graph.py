@@ -441,6 +441,22 @@ def test_someone_elses_situation_or_a_question_of_who_to_call_is_answered_with_h
     assert re.search(r"crisis team|mental health team", trace.answer.split("\n\n")[0]), trace.answer
 
 
+def test_a_teenager_asking_how_not_to_get_it_hears_what_lowers_the_chance(make_bot):
+    """Once answered with exam arrangements from the young carers' source."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "is there anything i can do so i dont get schizophrenia")
+    assert trace.route == "answer" and trace.citations[0] == "S05", trace.answer
+    assert re.search(r"no sure way", trace.answer) and "cannabis" in trace.answer, trace.answer
+    assert "exam" not in trace.answer, trace.answer
+
+
+def test_a_young_carer_asking_if_it_is_their_fault_gets_the_card_that_says_it_is_not(make_bot):
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "is it my fault mum got schizophrenia")
+    assert trace.card == "A105" and trace.route == "answer", trace.answer
+    assert re.search(r"nothing you did, said or thought caused it", trace.answer), trace.answer
+
+
 @pytest.mark.parametrize("calm", ["What are the early warning signs of relapse?", "Should I stop my meds?"])
 def test_a_calm_question_or_a_request_about_ones_own_case_has_no_urgent_lead(make_bot, calm):
     bot = make_bot()
