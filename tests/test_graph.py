@@ -446,8 +446,8 @@ def test_a_teenager_asking_how_not_to_get_it_hears_what_lowers_the_chance(make_b
     bot = make_bot()
     trace = bot.ask(bot.new_thread(), "is there anything i can do so i dont get schizophrenia")
     assert trace.route == "answer" and trace.citations[0] == "S05", trace.answer
-    assert re.search(r"no sure way", trace.answer) and "cannabis" in trace.answer, trace.answer
-    assert "exam" not in trace.answer, trace.answer
+    lead = trace.answer.split("\n\n")[0]
+    assert re.search(r"no sure way", lead) and "cannabis" in lead and "exam" not in lead, trace.answer
 
 
 def test_a_young_carer_asking_if_it_is_their_fault_gets_the_card_that_says_it_is_not(make_bot):
