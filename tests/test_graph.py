@@ -111,6 +111,18 @@ def test_a_draft_citing_a_source_it_was_not_given_never_reaches_the_user(make_bo
     assert "[S77]" not in trace.answer and trace.fallback_used
 
 
+def test_a_rejected_draft_falls_back_to_what_was_found_not_to_a_card_only_near_the_words(make_bot):
+    """"Do I have schizophrenia?" is the nearest card to "is there anything i can do so i dont get
+    schizophrenia", not near enough to deliver; as the fallback it would cite sources the turn was
+    not given, fail the filter in turn and leave the asker with nothing."""
+    chat = scripted_chat("I'm here for you as your counsellor. Let's work through these feelings together.")
+    bot = make_bot(chat=chat)
+    trace = bot.ask(bot.new_thread(), "is there anything i can do so i dont get schizophrenia")
+    assert trace.fallback_used and trace.generator == "llm", trace.answer
+    assert "counsellor" not in trace.answer and "[S05]" in trace.answer, trace.answer
+    assert set(trace.citations) <= set(trace.prompt_sources)
+
+
 def test_sources_stay_in_the_prompt_while_referenced_then_drop(make_bot):
     bot = make_bot(prompting={"keep_sources_for_turns": 1})
     thread = bot.new_thread()

@@ -428,6 +428,11 @@ class AnswerNodes:
 
         def fallback() -> str:  # a model's rejected draft gives way to the card or the extractive answer
             card = self._card(state)
+            if card is not None and not set(card.sources) <= set(state["prompt_source_ids"]):
+                # A card only near the words ("do I have schizophrenia?" for "is there anything i
+                # can do so i dont get it") that cites sources this turn was not given would fail
+                # the filter in turn: what was found answers instead.
+                card = None
             return _joined(self._lead(state), card_draft(card, body=self._card_body(card, state)) if card
                            else self.extractive_answer(state))
 
