@@ -477,6 +477,16 @@ def test_a_calm_question_or_a_request_about_ones_own_case_has_no_urgent_lead(mak
     assert urgent_card.body.split(". ")[0] not in trace.answer, trace.answer
 
 
+def test_the_second_one_is_the_second_medicine_named(make_bot):
+    """Was "not covered", with the list of every topic."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "what are the side effects of olanzapine and aripiprazole?")
+    trace = bot.ask(thread, "what about the second one?")
+    assert "aripiprazole" in trace.resolved_question and trace.route == "answer", trace.answer
+    assert trace.citations, trace.answer
+
+
 def test_a_follow_up_reference_is_resolved_to_the_medicine_named_before(make_bot):
     bot = make_bot()
     thread = bot.new_thread()

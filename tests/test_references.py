@@ -17,6 +17,9 @@ from app.retrieval.references import (
     ("does that medicine cause weight gain?", ["tell me about aripiprazole"],
      "does aripiprazole cause weight gain?"),
     ("and the other one?", ["is olanzapine worse than risperidone for weight?"], "and olanzapine?"),
+    # an ordinal counts the medicines in the order they were named
+    ("what about the second one?", ["side effects of olanzapine and aripiprazole?"], "what about aripiprazole?"),
+    ("the former, is it a tablet?", ["risperidone or paliperidone injections?"], "risperidone, is it a tablet?"),
     # a lurasidone the knowledge base never names is still a medicine
     ("how long does it stay in the body", ["my doctor suggested lurasidone"],
      "how long does lurasidone stay in the body"),
@@ -31,6 +34,8 @@ def test_a_reference_becomes_the_medicine_named_before(message, topic, resolved)
     ("is olanzapine safe with it?", ["what is clozapine"]),  # names its own medicine
     ("is it safe with alcohol?", ["what are negative symptoms?"]),  # nothing named to refer to
     ("does it hurt?", ["how are depot injections given?"]),  # the topic has moved on from a medicine
+    ("what's the second step?", ["olanzapine or aripiprazole?"]),  # an ordinal of something else
+    ("and the third one?", ["olanzapine or aripiprazole?"]),  # only two were named
 ])
 def test_no_reference_is_invented(message, topic):
     assert resolve(message, topic) == message

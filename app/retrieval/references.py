@@ -1,5 +1,6 @@
 """Reading a message with the conversation: "is it safe with alcohol?" after a question about
-clozapine asks about clozapine; "and the other one?" asks about the medicine named before it.
+clozapine asks about clozapine; "and the other one?" asks about the medicine named before it, "the
+second one" about the second named.
 
 Offline and rule-based on purpose: medicine names are recognised by their international
 non-proprietary name stems (app.core.medicines), and a reference is resolved only to a medicine
@@ -14,14 +15,17 @@ from app.core.medicines import MEDICINE
 
 _NOUN = r"(?:one|medicine|medication|med|drug|tablet|pill|injection)"
 _OTHER = re.compile(rf"\bthe other(?: {_NOUN}s?)?\b", re.IGNORECASE)
+# "the second one", "the latter": the medicines of the topic in the order they were named.
+_ORDINAL = re.compile(rf"\bthe (first|second|third|last|former|latter)(?: {_NOUN}s?\b|(?!\s*\w))", re.IGNORECASE)
+_POSITION = {"first": 0, "former": 0, "second": 1, "third": 2, "last": -1, "latter": -1}
 _THAT = re.compile(rf"\b(?:that|this|the same) {_NOUN}\b", re.IGNORECASE)
 # "it" that stands for something said before; not the "it" of "is it normal to…", "it seems
 # that…", nor the situational "it" of "is it my fault?", "is it a relapse?".
 _SITUATION = r"(?!\s+(?:my|your|his|her|our|their|a|an|the|me|just|all|really)\b)"
 _IT = re.compile(r"\bit\b(?!\s+(?:\w+\s+){0,2}(?:to|that|if|when|whether)\b)" + _SITUATION, re.IGNORECASE)
 # A message that leans on something said before; the situational "it" of "is it our fault?" does not.
-_BACK = re.compile(r"\bit\b" + _SITUATION + r"|\b(?:that|this|they|them|those|these|the other|same)\b",
-                   re.IGNORECASE)
+_BACK = re.compile(r"\bit\b" + _SITUATION + r"|\b(?:that|this|they|them|those|these|the other|same)\b|"
+                   + _ORDINAL.pattern, re.IGNORECASE)
 
 
 def named_medicines(messages: list[str]) -> list[str]:
@@ -80,6 +84,11 @@ def resolve(text: str, topic: list[str]) -> str:
         return text
     if (match := _OTHER.search(text)) and len(named) >= 2:
         return text[:match.start()] + named[-2] + text[match.end():]
+    in_order = list(dict.fromkeys(m.group(0).lower() for said in topic for m in MEDICINE.finditer(said)))
+    if (match := _ORDINAL.search(text)) and len(in_order) >= 2:
+        position = _POSITION[match.group(1).lower()]
+        if position < len(in_order):
+            return text[:match.start()] + in_order[position] + text[match.end():]
     for pattern in (_THAT, _IT):
         if match := pattern.search(text):
             return text[:match.start()] + named[-1] + text[match.end():]
