@@ -306,6 +306,8 @@ def test_a_question_says_whether_it_asks_if_one_thing_is_so(question, yes_or_no)
     ("i hear voices and i dont know what to do", True), ("tell me about clozapine", True),
     ("clozapine side effects", True),  # about nobody: a search
     ("my dad has it and he wont take his meds", True),  # a problem told asks for help with it
+    ("my nurse mentioned a 'relapse signature' what does that mean", True),  # run on, unpunctuated
+    ("my mum was just diagnosed with schizophrenia, im 15", False),
 ])
 def test_a_message_says_whether_it_asks_anything(message, asks):
     from app.core.answer_types import asks_anything

@@ -477,6 +477,19 @@ def test_a_calm_question_or_a_request_about_ones_own_case_has_no_urgent_lead(mak
     assert urgent_card.body.split(". ")[0] not in trace.answer, trace.answer
 
 
+def test_a_statement_gets_its_topic_and_the_question_it_leads_to_gets_the_card(make_bot):
+    """"my mum was just diagnosed, im 15" is near the card for "My mum has schizophrenia, will I
+    get it?" but asks nothing: it got that card's boundary reply. "will i get it to?" then has
+    too few words of its own to be near any card: read with the conversation, it is that card."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    told = bot.ask(thread, "my mum was just diagnosed with schizophrenia, im 15")
+    assert told.route == "answer" and told.card is None and "risk" not in told.answer, told.answer
+    asked = bot.ask(thread, "will i get it to?")
+    assert asked.card == "A10" and asked.route == "boundary", asked.answer
+    assert re.search(r"1 in 10", asked.answer) and "[S05]" in asked.answer, asked.answer
+
+
 def test_the_second_one_is_the_second_medicine_named(make_bot):
     """Was "not covered", with the list of every topic."""
     bot = make_bot()

@@ -69,14 +69,19 @@ _PERSONAL = re.compile(r"\b(?:i|i'?m|im|i'?ve|ive|my|me|we|we'?re|our|us|he|he'?
                        r"their|them)\b", re.IGNORECASE)
 
 
+_RUN_ON_QUESTION = re.compile(r"\b(?:what|whats|how|which|who|where|when|why)\s+(?:does|do|is|are|was|were|can|"
+                              r"could|should|would|will|did|to)\b", re.IGNORECASE)
+
+
 def asks_anything(message: str) -> bool:
     """Whether the message asks something, as a question, a request or a search ("clozapine side
     effects"); "my brother started clozapine 2 weeks ago" only says something about someone."""
     if "?" in message or _REQUEST.search(message) or not _PERSONAL.search(message):
         return True
-    # Any clause may ask: "stress makes it worse, how do i calm down"
+    # Any clause may ask: "stress makes it worse, how do i calm down"; so may a question run on
+    # without punctuation ("my nurse mentioned a 'relapse signature' what does that mean").
     clauses = [c for c in re.split(r"(?<=[.!,;:])\s+|\s+(?:and|but|so|or)\s+", message.strip()) if c]
-    return any(_YES_OR_NO.match(c) or _OPEN.match(c) for c in clauses)
+    return any(_YES_OR_NO.match(c) or _OPEN.match(c) for c in clauses) or bool(_RUN_ON_QUESTION.search(message))
 
 
 def wanted(question: str) -> AnswerType | None:
