@@ -43,6 +43,8 @@ def test_no_reference_is_invented(message, topic):
 
 def test_medicines_are_listed_once_most_recent_last():
     assert named_medicines(["clozapine or olanzapine?", "and Clozapine again"]) == ["olanzapine", "clozapine"]
+    assert named_medicines(["clozapine or olanzapine?", "and Clozapine again"], latest_last=False) == [
+        "clozapine", "olanzapine"]
 
 
 def test_refers_back():

@@ -28,14 +28,16 @@ _BACK = re.compile(r"\bit\b" + _SITUATION + r"|\b(?:that|this|they|them|those|th
                    + _ORDINAL.pattern, re.IGNORECASE)
 
 
-def named_medicines(messages: list[str]) -> list[str]:
-    """Medicines named in `messages`, each once, most recently named last."""
+def named_medicines(messages: list[str], *, latest_last: bool = True) -> list[str]:
+    """Medicines named in `messages`, each once, most recently named last (or, `latest_last`
+    false, in the order they were first named: "the second one")."""
     order: dict[str, None] = {}
     for message in messages:
         for match in MEDICINE.finditer(message):
             name = match.group(0).lower()
-            order.pop(name, None)
-            order[name] = None
+            if latest_last:
+                order.pop(name, None)
+            order.setdefault(name, None)
     return list(order)
 
 
@@ -84,7 +86,7 @@ def resolve(text: str, topic: list[str]) -> str:
         return text
     if (match := _OTHER.search(text)) and len(named) >= 2:
         return text[:match.start()] + named[-2] + text[match.end():]
-    in_order = list(dict.fromkeys(m.group(0).lower() for said in topic for m in MEDICINE.finditer(said)))
+    in_order = named_medicines(topic, latest_last=False)
     if (match := _ORDINAL.search(text)) and len(in_order) >= 2:
         position = _POSITION[match.group(1).lower()]
         if position < len(in_order):
