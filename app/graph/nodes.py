@@ -183,26 +183,27 @@ class AnswerNodes:
             # "can it be permanent?" after NMS is not about the tardive dyskinesia card's "it".
             best = identification.candidates[0].source_id if identification.outcome == "clear" \
                 and identification.candidates and not identification.context else ""
-            match = self.services.cards.match(text, self.settings.retrieval, own_case=_own_case(screen),
+            own_case = _own_case(screen)  # whose case and what is asked: read once for the checks below
+            match = self.services.cards.match(text, self.settings.retrieval, own_case=own_case,
                                               request=screen.boundary_kind, best_source=best)
             if match is None and identification.context:
                 # Too few words of its own to be near any card ("will i get it too?" after "my mum
                 # was just diagnosed"): the message as read with the conversation.
                 match = self.services.cards.match(f"{identification.context} {text}", self.settings.retrieval,
-                                                  own_case=_own_case(screen), request=screen.boundary_kind)
+                                                  own_case=own_case, request=screen.boundary_kind)
                 if match is not None and _delivered(match.card, state):
                     match = None  # the card the conversation is about, not an answer to what it asks now
-            if match is not None and not _own_case(screen) and not screen.urgent \
+            if match is not None and not own_case and not screen.urgent \
                     and not answer_types.asks_anything(screen.text):
                 # "my mum was just diagnosed, im 15" asks nothing: not the answer to "will I get
                 # it?", nor a boundary reply to it, however close the words; what its topic is,
                 # and what to ask next.
                 match = None
-            if screen.urgent and not _own_case(screen) and match is not None and match.card.kind != "answer":
+            if screen.urgent and not own_case and match is not None and match.card.kind != "answer":
                 # Someone unwell now hears how to get help first, not what we cannot do; and after
                 # it what the sources say of the situation, not the lead alone.
                 match = None
-            if _own_case(screen) and (identification.outcome != "clear" or screen.urgent) \
+            if own_case and (identification.outcome != "clear" or screen.urgent) \
                     and (match is None or not match.confident):
                 # A request about one's own case gets a boundary reply, never a menu or "not
                 # covered": from the likeliest sources found, else the nearest boundary card. Someone
