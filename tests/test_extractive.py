@@ -341,3 +341,21 @@ def test_rare_question_words_weigh_more_than_common_ones():
     answer = compose_extractive_answer(["tell me about aripiprazole, the medicine in my tablets"], [pills],
                                        same_vector, max_sentences=1)
     assert answer.startswith("Aripiprazole is an antipsychotic"), answer
+
+
+
+
+@pytest.mark.slow
+def test_a_sentence_the_knowledge_base_links_to_a_question_like_the_one_asked_is_quoted(embedder, knowledge_base):
+    """Sentences on how long people take medicine share more words with "why do I still have to
+    take it?"; the source's own link from a question like it to its answer finds the one that
+    answers why."""
+    question = ["if I feel fine now, why do I still have to take my antipsychotic?"]
+    regular = SourceText.of(knowledge_base.get("S13"))
+    linked = "Feeling well is often a sign that the medicine is working, not a sign that you no longer need it."
+    assert linked in regular.answers["Why keep taking antipsychotics when you feel well?"]
+    unlinked = regular.model_copy(update={"answers": {}})
+    assert linked not in compose_extractive_answer(question, [unlinked], embedder.encode)
+    answer = compose_extractive_answer(question, [regular], embedder.encode)
+    assert linked in answer, answer
+    assert citations_in(answer) == ["S13"]

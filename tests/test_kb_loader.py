@@ -121,3 +121,14 @@ def test_default_knowledge_base_is_valid():
     assert len(kb) >= 1
     assert len({s.id for s in kb}) == len(kb)
     assert all(s.summary and s.body and s.title for s in kb)
+
+
+def test_answers_link_a_source_s_questions_to_its_own_sentences(tmp_path):
+    linked = GOOD.format(id="S01", title="One").replace(
+        "references:", 'questions:\n  - "What is one?"\nanswers:\n  "What is one?":\n    - "Some body text about One."\nreferences:')
+    write(tmp_path, "S01-x.md", linked)
+    assert load_knowledge_base(tmp_path).get("S01").answers == {"What is one?": ["Some body text about One."]}
+    write(tmp_path, "S01-x.md", linked.replace('  "What is one?":\n', '  "What is two?":\n'))
+    assert "S01-x.md: field 'answers': 'What is two?' is not one of this source's questions" in problems(tmp_path)
+    write(tmp_path, "S01-x.md", linked.replace('- "Some body', '- "No body'))
+    assert "S01-x.md: field 'answers': not a sentence of the body: 'No body text about One.'" in problems(tmp_path)

@@ -48,11 +48,12 @@ class SourceText(Record):
     id: str
     title: str = ""
     text: str
+    answers: dict[str, list[str]] = Field(default_factory=dict)  # a question -> its sentences that answer it
 
     @classmethod
     def of(cls, source) -> SourceText:
-        """From a knowledge-base source (anything with id, title and body)."""
-        return cls(id=source.id, title=source.title, text=source.body)
+        """From a knowledge-base source (anything with id, title, body and answers)."""
+        return cls(id=source.id, title=source.title, text=source.body, answers=source.answers)
 
 
 class Candidate(Record):

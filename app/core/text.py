@@ -184,3 +184,8 @@ def is_question(sentence: str) -> bool:
     return strip_citations(sentence).rstrip().endswith("?")
 
 
+
+
+def plain(text: str) -> str:
+    """Text as read, for finding a quoted sentence in it: no bold markers, single spaces."""
+    return " ".join(text.replace("**", "").split())

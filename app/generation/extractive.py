@@ -17,7 +17,7 @@ import numpy as np
 from app.core.answer_types import asks_yes_or_no, gives, wanted
 from app.core.medicines import MEDICINE, without_medicines
 from app.core.records import SourceText
-from app.core.text import STOPWORDS, citations_in, split_sentences, strip_citations
+from app.core.text import STOPWORDS, citations_in, plain, split_sentences, strip_citations
 from app.prompts import reply
 from judges.source_audit import flag_for
 
@@ -27,6 +27,9 @@ ANSWER_TYPE_BONUS = 0.1
 HEADING_WEIGHT = 0.2  # times the likeness of a sentence's section heading to the question (dev sets: flat 0-0.3)
 FOCUS_BONUS = 0.1  # a sentence of a section the last answer drew on, for a message that refers back to it
 REPEAT_PENALTY = 0.1  # a sentence an earlier answer said, for a follow-up that asks something of its own
+# A sentence the knowledge base links to a question like the one asked scores as that question's
+# likeness, less this much: the link says it answers such a question, the likeness how alike.
+QUESTION_MARGIN = 0.15
 SAME_MEANING = 0.85  # cosine similarity from which two sentences say the same thing
 # A list of at least MIN_ITEMS_TO_TRIM items whose closest item is ITEM_OVER_LEAD_IN closer to a
 # yes-or-no question than its lead-in is quoted with its closest items only: up to
@@ -293,6 +296,26 @@ def _says_again(vectors: np.ndarray, text: str, embed: Embed) -> np.ndarray:
     return np.max(vectors @ embed(sentences).T, axis=1) > SAME_MEANING
 
 
+def _asked_of(sources: Sequence[SourceText], pool: list[tuple[int, str, Passage]], embed: Embed
+              ) -> list[np.ndarray | None]:
+    """For each pooled passage, the questions its source's front matter says it answers, embedded
+    (None for a passage that answers none)."""
+    links = [(doc.id, question, plain(sentence).lower()) for doc in sources
+             for question, sentences in doc.answers.items() for sentence in sentences]
+    if not links:
+        return [None] * len(pool)
+    asked: list[list[str]] = [[] for _ in pool]
+    for i, (_, sid, p) in enumerate(pool):
+        text = plain(p.text).lower()
+        asked[i] = list(dict.fromkeys(q for owner, q, sentence in links
+                                      if owner == sid and sentence.rstrip(".!?") in text))
+    questions = list(dict.fromkeys(q for found in asked for q in found))
+    if not questions:
+        return [None] * len(pool)
+    vectors = embed(questions)
+    return [vectors[[questions.index(q) for q in found]] if found else None for found in asked]
+
+
 def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
     max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (),
@@ -330,6 +353,7 @@ def pick_sentences(
     focused = {(doc.id, p.section) for doc in sources for p, _ in _quotable(doc.text) if p.text in focus} \
         | {(sid, p.section) for (_, sid, p), near in zip(pool, _says_again(vectors, focus, embed), strict=True)
            if near} if focus else set()
+    answers_asked = _asked_of(sources, pool, embed)
     fresh = ~_says_again(vectors, said, embed)
     if quoted:  # what its own sources say like it is not new either, a list with such an item too
         drawn_from = set(citations_in(quoted))
@@ -340,6 +364,7 @@ def pick_sentences(
                 fresh[i] = False
     pool, vectors, heading_vectors = ([item for item, keep in zip(pool, fresh, strict=True) if keep],
                                       vectors[fresh], heading_vectors[fresh])
+    answers_asked = [a for a, keep in zip(answers_asked, fresh, strict=True) if keep]
     sentence_words = [found for found, keep in zip(sentence_words, fresh, strict=True) if keep]
     if not pool:
         return []
@@ -367,7 +392,7 @@ def pick_sentences(
     item_texts = [item for i in lists for item in pool[i][2].introduced_items]
     item_vectors = embed(item_texts) if item_texts else None
     item_owners = np.repeat(lists, [len(pool[i][2].items) for i in lists]).astype(int)
-    scored_parts, item_similarity = [], []
+    scored_parts, item_similarity, unlinked_parts = [], [], []
     for words, part_vector, masked_part, kind in zip(part_words, part_vectors, masked_parts, kinds, strict=True):
         similarity = vectors @ part_vector
         if masked_part is not None:
@@ -376,15 +401,22 @@ def pick_sentences(
         if item_vectors is not None:
             item_similarity.append(item_vectors @ part_vector)
             np.maximum.at(similarity, item_owners, item_similarity[-1])
+        # A sentence linked to a question like this one is as close as that question, less a margin;
+        # how far below the best a sentence may be (`floor`) is judged on the sentences' own words.
+        linked = similarity
+        if any(a is not None for a in answers_asked):
+            asked = np.array([float(np.max(a @ part_vector)) if a is not None else -1.0 for a in answers_asked])
+            linked = np.maximum(similarity, asked - QUESTION_MARGIN)
         lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
-        similarity = similarity + HEADING_WEIGHT * (heading_vectors @ part_vector)
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.
         typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in pool], dtype=float)
-        scored_parts.append(similarity + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty)
+        rest = HEADING_WEIGHT * (heading_vectors @ part_vector) + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty
+        scored_parts.append(linked + rest)
+        unlinked_parts.append(similarity + rest)
     combined = np.max(np.vstack(scored_parts), axis=0)
     # Far below the best answer: not worth quoting (the answer-type bonus orders, it does not cut).
-    floor = float(combined.max()) - 0.25 - ANSWER_TYPE_BONUS * any(kinds)
+    floor = float(np.max(unlinked_parts)) - 0.25 - ANSWER_TYPE_BONUS * any(kinds)
     index_of = {(sid, p.position): i for i, (_, sid, p) in enumerate(pool)}
     chosen: dict[tuple[str, int], Picked] = {}
     counts: dict[str, int] = {}

@@ -126,6 +126,8 @@ def parse_source(file: Path) -> tuple[Source | None, list[str]]:
     meta, body, problems = read_front_matter(file, SourceMeta)
     if meta is None:
         return None, problems
+    if wrong := meta.answer_problems(body):
+        return None, [f"{display_path(file)}: field 'answers': {problem}" for problem in wrong]
     return Source(**meta.model_dump(), body=body, path=file), []
 
 

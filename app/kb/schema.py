@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.core.text import plain
+
 ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
 
 
@@ -25,6 +27,10 @@ class SourceMeta(BaseModel):
     # Questions this source answers, in a user's words: offered as examples and follow-up
     # suggestions, so each must be answered by this source's text.
     questions: list[str] = Field(default_factory=list)
+    # For a question above, the body's sentences that answer it (quoted verbatim): an answer to a
+    # question asked like it leads with them, though they may share few words with it ("am I just
+    # getting thick?" and "…not a sign of low intelligence").
+    answers: dict[str, list[str]] = Field(default_factory=dict)
     # True when the summary or keywords were drafted automatically (`cafbot kb ingest`):
     # the author should read them before the source is relied on.
     needs_review: bool = False
@@ -46,6 +52,15 @@ class SourceMeta(BaseModel):
         if bad := [q for q in questions if not q.rstrip().endswith("?")]:
             raise ValueError(f"a question must end with '?': {bad[0]!r}")
         return questions
+
+    def answer_problems(self, body: str) -> list[str]:
+        """What is wrong with `answers` for this body: a question not among `questions`, no
+        sentence, or a sentence not found in the body (bold markers and spacing aside)."""
+        text = plain(body)
+        return ([f"{q!r} is not one of this source's questions" for q in self.answers if q not in self.questions]
+                + [f"{q!r} lists no sentence" for q, sentences in self.answers.items() if not sentences]
+                + [f"not a sentence of the body: {s!r}" for sentences in self.answers.values() for s in sentences
+                   if plain(s) not in text])
 
 
 class Source(SourceMeta):
