@@ -706,3 +706,20 @@ def test_a_boundary_reply_adds_nothing_from_a_source_whose_topic_the_request_doe
     card = next(c for c in bot.services.cards.cards if c.id == trace.card)
     assert trace.route == "boundary" and set(trace.citations) == set(card.sources), trace.answer
 
+
+
+def test_a_card_is_followed_by_what_its_sources_say_of_a_keyword_the_message_names_and_it_does_not(make_bot):
+    """The cannabis card answers "is weed bad for me?"; "is CBD oil ok?" names a keyword of the
+    cannabis source the card never says, so the source's sentences on it follow the card, cited,
+    before the reminder to check."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "is cbd oil ok?? my brother has schizophrenia and wants to use it instead of weed")
+    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+    assert trace.generator == "card" and "CBD" not in card.body, trace.answer
+    body, added, reminder = trace.answer.rsplit("\n\n", 2)
+    assert sorted(split_sentences(body)) == sorted(split_sentences(card.body))
+    assert re.fullmatch(r"CBD is another chemical in cannabis\. \[S20\] It does not make people high.*\[S20\]", added)
+    assert reminder == reply("verification_reminder")
+    plain = bot.ask(bot.new_thread(), "does cannabis make schizophrenia worse?")
+    assert plain.card == trace.card and "CBD" not in plain.answer
+    assert sorted(split_sentences(plain.answer.removesuffix(reminder))) == sorted(split_sentences(card.body))

@@ -35,7 +35,13 @@ from app.core.records import (
 )
 from app.core.text import citations_in, split_sentences
 from app.generation.cards import led_by_answer
-from app.generation.extractive import compose_extractive_answer, leaning_run, overview
+from app.generation.extractive import (
+    compose_extractive_answer,
+    leaning_run,
+    overview,
+    pick_sentences,
+    source_sentences,
+)
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
 from app.kb.cards import AnswerCard
@@ -266,6 +272,33 @@ class AnswerNodes:
         added = compose_extractive_answer([asked], [doc], self.services.embed, max_sentences=2, quoted=card.body)
         return added.removesuffix(reply("verification_reminder")).strip()
 
+    def _what_the_card_leaves_out(self, state: ChatState, card: AnswerCard) -> str:
+        """After a general card, the sentence of its sources (or the turn's) on what the message
+        names and the card does not: a card answers the common question ("is weed bad for
+        me?"), and "is CBD oil ok?" names a keyword of the cannabis source that the card never
+        says. The sentence must say that keyword; nothing is added when the card says them all."""
+        asked = self.services.identifier.correct_spelling(state.get("question") or state["screen"].text)
+        missing: dict[str, set[str]] = {}
+        for sid in dict.fromkeys([*card.sources, *state["prompt_source_ids"]]):
+            unsaid = set(self.services.identifier.keywords_said(asked, sid)) \
+                - set(self.services.identifier.keywords_said(card.body, sid))
+            if unsaid and self.services.source_text(sid) is not None:
+                missing[sid] = unsaid
+        if not missing:
+            return ""
+        docs = [doc for sid in missing if (doc := self.services.source_text(sid))]
+        for picked in sorted(pick_sentences([asked], docs, self.services.embed, quoted=card.body),
+                             key=lambda p: -p.score):
+            if picked.leans_back or not set(self.services.identifier.keywords_said(picked.text, picked.source_id)) \
+                    & missing[picked.source_id]:
+                continue
+            # With what leans on it ("CBD is another chemical in cannabis. It does not make people high…").
+            sentences = source_sentences(self.services.source_text(picked.source_id).text)
+            at = sentences.index(picked.text) if picked.text in sentences else -1
+            run = sentences[at:leaning_run(sentences, at)] if at >= 0 else [picked.text]
+            return " ".join(f"{sentence} [{picked.source_id}]" for sentence in run)
+        return ""
+
     def _medical_the_sources_answer(self, screen: InputScreen) -> bool:
         """A medical emergency read by the learned layer alone, about a medicine, that retrieval
         finds clearly covered by a source."""
@@ -344,6 +377,8 @@ class AnswerNodes:
             draft, trace.generator = card_draft(card, trace.route == "boundary", self._card_body(card, state)), "card"
             if card.kind == "boundary":
                 draft = _joined(draft, self._what_the_topic_adds(state, card))
+            else:
+                draft = _before_closing(draft, self._what_the_card_leaves_out(state, card))
         elif self.services.chat is None:
             draft, trace.generator = self.extractive_answer(state), "extractive"
         else:
@@ -665,6 +700,15 @@ def _lead_of(answer: str) -> str:
     It can be long-lasting…"): what it answered."""
     sentences = split_sentences(answer)
     return " ".join(sentences[:leaning_run(sentences, 0)])
+
+
+def _before_closing(draft: str, addition: str) -> str:
+    """`addition` as the last paragraph of an answer's facts: before its closing paragraph (the
+    reminder to check with the care team, or a boundary reply's who to ask)."""
+    for closing in (reply("verification_reminder"), reply("boundary_who_to_ask")):
+        if addition and draft.endswith(closing):
+            return _joined(draft.removesuffix(closing).rstrip(), addition, closing)
+    return _joined(draft, addition)
 
 
 def _joined(*parts: str) -> str:

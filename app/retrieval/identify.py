@@ -149,16 +149,19 @@ class SourceIdentifier:
 
     def says_keyword_of(self, question: str, source_id: str) -> bool:
         """Whether `question` says one of the source's keywords in so many words ("pregnant",
-        "weight gain"), a distinctive one: every word of it is used by at most half the sources,
-        so the illness's own name does not count."""
+        "weight gain"), a distinctive one (see `keywords_said`)."""
+        return bool(self.keywords_said(question, source_id))
+
+    def keywords_said(self, text: str, source_id: str) -> list[str]:
+        """The source's keywords `text` says in so many words, distinctive ones: every word of it
+        is used by at most half the sources, so the illness's own name does not count."""
         source = self.knowledge_base.get(source_id)
         if source is None:
-            return False
-        asked = set(self._terms(question))
+            return []
+        said = set(self._terms(text))
         half = len(self.index.source_terms) / 2
-        return any((terms := self._terms(keyword)) and set(terms) <= asked
-                   and all(self.index.term_sources.get(t, 0) <= half for t in terms)
-                   for keyword in source.keywords)
+        return [keyword for keyword in source.keywords if (terms := self._terms(keyword)) and set(terms) <= said
+                and all(self.index.term_sources.get(t, 0) <= half for t in terms)]
 
     def correct_spelling(self, text: str) -> str:
         """Misspelt words and texting forms read as the knowledge base's words ("alchol" ->
