@@ -297,9 +297,10 @@ def _says_again(vectors: np.ndarray, text: str, embed: Embed) -> np.ndarray:
 
 
 def _asked_of(sources: Sequence[SourceText], pool: list[tuple[int, str, Passage]], embed: Embed
-              ) -> list[np.ndarray | None]:
+              ) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """For each pooled passage, the questions its source's front matter says it answers, embedded
-    (None for a passage that answers none)."""
+    as said and without medicine names (None for a passage that answers none): "What is
+    clozapine?" is near any message naming clozapine, as `_aspect_vectors` says of sentences."""
     links = [(doc.id, question, plain(sentence).lower()) for doc in sources
              for question, sentences in doc.answers.items() for sentence in sentences]
     if not links:
@@ -312,8 +313,21 @@ def _asked_of(sources: Sequence[SourceText], pool: list[tuple[int, str, Passage]
     questions = list(dict.fromkeys(q for found in asked for q in found))
     if not questions:
         return [None] * len(pool)
-    vectors = embed(questions)
-    return [vectors[[questions.index(q) for q in found]] if found else None for found in asked]
+    vectors, masked = embed(questions), embed([without_medicines(q) for q in questions])
+    rows = [[questions.index(q) for q in found] for found in asked]
+    return [(vectors[row], masked[row]) if row else None for row in rows]
+
+
+def _likeness(linked: tuple[np.ndarray, np.ndarray], part: np.ndarray, masked_part: np.ndarray | None,
+              words: int) -> float:
+    """How like the asked part the nearest linked question is, read as `pick_sentences` reads a
+    sentence: without medicine names when the part names one (see `ASPECT_ONLY_FROM`)."""
+    vectors, masked = linked
+    said = float(np.max(vectors @ part))
+    if masked_part is None:
+        return said
+    aspect = float(np.max(masked @ masked_part))
+    return aspect if words >= ASPECT_ONLY_FROM else (said + aspect) / 2
 
 
 def pick_sentences(
@@ -405,7 +419,8 @@ def pick_sentences(
         # how far below the best a sentence may be (`floor`) is judged on the sentences' own words.
         linked = similarity
         if any(a is not None for a in answers_asked):
-            asked = np.array([float(np.max(a @ part_vector)) if a is not None else -1.0 for a in answers_asked])
+            asked = np.array([_likeness(a, part_vector, masked_part, len(words)) if a is not None else -1.0
+                              for a in answers_asked])
             linked = np.maximum(similarity, asked - QUESTION_MARGIN)
         lexical = np.array([_lexical(words, found, idf) for found in sentence_words])
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
