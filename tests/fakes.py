@@ -73,9 +73,10 @@ class KeywordIdentifier:
     def names_own_topic(self, question: str) -> bool:
         return False
 
-    def says_keyword_of(self, question: str, source_id: str) -> bool:
-        asked = _stems(question)
-        return any(_stems(keyword) <= asked for keyword in self.knowledge_base.get(source_id).keywords)
+    def keywords_said(self, text: str, source_id: str) -> list[str]:
+        said = _stems(text)
+        source = self.knowledge_base.get(source_id)
+        return [keyword for keyword in source.keywords if _stems(keyword) <= said] if source else []
 
     def correct_spelling(self, text: str) -> str:
         return text

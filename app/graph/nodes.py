@@ -30,6 +30,7 @@ from app.core.records import (
     ModelCall,
     NodeRun,
     Route,
+    SourceText,
     Turn,
     TurnTrace,
 )
@@ -264,7 +265,7 @@ class AnswerNodes:
         found = self.services.identifier.identify(without_medicines(asked))
         topic = found.candidates[0].source_id if found.outcome == "clear" and found.candidates else ""
         if not topic or topic in card.sources or topic not in state["prompt_source_ids"] \
-                or not self.services.identifier.says_keyword_of(asked, topic):
+                or not self.services.identifier.keywords_said(asked, topic):
             return ""  # the topic must be said in so many words: retrieval alone is sure of too much
         doc = self.services.source_text(topic)
         if doc is None:
@@ -279,21 +280,19 @@ class AnswerNodes:
         says. The sentence must say that keyword; nothing is added when the card says them all."""
         asked = self.services.identifier.correct_spelling(state.get("question") or state["screen"].text)
         missing: dict[str, set[str]] = {}
+        docs: dict[str, SourceText] = {}
         for sid in dict.fromkeys([*card.sources, *state["prompt_source_ids"]]):
             unsaid = set(self.services.identifier.keywords_said(asked, sid)) \
                 - set(self.services.identifier.keywords_said(card.body, sid))
-            if unsaid and self.services.source_text(sid) is not None:
-                missing[sid] = unsaid
-        if not missing:
-            return ""
-        docs = [doc for sid in missing if (doc := self.services.source_text(sid))]
-        for picked in sorted(pick_sentences([asked], docs, self.services.embed, quoted=card.body),
+            if unsaid and (doc := self.services.source_text(sid)):
+                missing[sid], docs[sid] = unsaid, doc
+        for picked in sorted(pick_sentences([asked], list(docs.values()), self.services.embed, quoted=card.body),
                              key=lambda p: -p.score):
             if picked.leans_back or not set(self.services.identifier.keywords_said(picked.text, picked.source_id)) \
                     & missing[picked.source_id]:
                 continue
             # With what leans on it ("CBD is another chemical in cannabis. It does not make people high…").
-            sentences = source_sentences(self.services.source_text(picked.source_id).text)
+            sentences = source_sentences(docs[picked.source_id].text)
             at = sentences.index(picked.text) if picked.text in sentences else -1
             run = sentences[at:leaning_run(sentences, at)] if at >= 0 else [picked.text]
             return " ".join(f"{sentence} [{picked.source_id}]" for sentence in run)

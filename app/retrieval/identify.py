@@ -147,14 +147,10 @@ class SourceIdentifier:
         found = self.score([lead])[0]
         return bool(found) and found[0][1] >= self.settings.retrieval.clear_threshold
 
-    def says_keyword_of(self, question: str, source_id: str) -> bool:
-        """Whether `question` says one of the source's keywords in so many words ("pregnant",
-        "weight gain"), a distinctive one (see `keywords_said`)."""
-        return bool(self.keywords_said(question, source_id))
-
     def keywords_said(self, text: str, source_id: str) -> list[str]:
-        """The source's keywords `text` says in so many words, distinctive ones: every word of it
-        is used by at most half the sources, so the illness's own name does not count."""
+        """The source's keywords `text` says in so many words ("pregnant", "weight gain"),
+        distinctive ones: every word of it is used by at most half the sources, so the illness's
+        own name does not count."""
         source = self.knowledge_base.get(source_id)
         if source is None:
             return []
