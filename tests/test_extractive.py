@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+import app.generation.extractive as extractive
 from app.core.records import SourceText
 from app.core.text import citations_in, split_sentences, strip_citations
 from app.generation.extractive import (
@@ -359,3 +360,16 @@ def test_a_sentence_the_knowledge_base_links_to_a_question_like_the_one_asked_is
     answer = compose_extractive_answer(question, [regular], embedder.encode)
     assert linked in answer, answer
     assert citations_in(answer) == ["S13"]
+
+
+@pytest.mark.slow
+def test_a_sentence_naming_the_medicine_asked_about_is_about_it(embedder, knowledge_base, monkeypatch):
+    """Read without the medicine's name (as MiniLM would otherwise weigh it over what is asked),
+    "is quetiapine an antipsychotic? …to help her sleep" is nearest sleep; the list that names
+    quetiapine among the antipsychotics is what answers it."""
+    question = ["is quetiapine an antipsychotic? my partner was told by her doctor it's to help her sleep and now im confused"]
+    medicines = SourceText.of(knowledge_base.get("S09"))
+    answer = compose_extractive_answer(question, [medicines], embedder.encode)
+    assert re.search(r"second-generation \(newer, or \"atypical\"\) antipsychotics, such as [^.]*quetiapine", answer), answer
+    monkeypatch.setattr(extractive, "NAMED_MEDICINE_BONUS", 0.0)
+    assert "quetiapine" not in compose_extractive_answer(question, [medicines], embedder.encode)

@@ -30,6 +30,7 @@ REPEAT_PENALTY = 0.1  # a sentence an earlier answer said, for a follow-up that 
 # A sentence the knowledge base links to a question like the one asked scores as that question's
 # likeness, less this much: the link says it answers such a question, the likeness how alike.
 QUESTION_MARGIN = 0.15
+NAMED_MEDICINE_BONUS = 0.1  # a sentence naming the medicine the question names (dev sets: flat 0.1-0.2)
 SAME_MEANING = 0.85  # cosine similarity from which two sentences say the same thing
 # A list of at least MIN_ITEMS_TO_TRIM items whose closest item is ITEM_OVER_LEAD_IN closer to a
 # yes-or-no question than its lead-in is quoted with its closest items only: up to
@@ -318,6 +319,10 @@ def _asked_of(sources: Sequence[SourceText], pool: list[tuple[int, str, Passage]
     return [(vectors[row], masked[row]) if row else None for row in rows]
 
 
+def _medicines_named(text: str) -> set[str]:
+    return {name.lower() for name in MEDICINE.findall(text)}
+
+
 def _likeness(linked: tuple[np.ndarray, np.ndarray], part: np.ndarray, masked_part: np.ndarray | None,
               words: int) -> float:
     """How like the asked part the nearest linked question is, read as `pick_sentences` reads a
@@ -406,8 +411,9 @@ def pick_sentences(
     item_texts = [item for i in lists for item in pool[i][2].introduced_items]
     item_vectors = embed(item_texts) if item_texts else None
     item_owners = np.repeat(lists, [len(pool[i][2].items) for i in lists]).astype(int)
-    scored_parts, item_similarity, unlinked_parts = [], [], []
-    for words, part_vector, masked_part, kind in zip(part_words, part_vectors, masked_parts, kinds, strict=True):
+    scored_parts, item_similarity, own_words_parts = [], [], []
+    for part, words, part_vector, masked_part, kind in zip(questions, part_words, part_vectors, masked_parts, kinds,
+                                                           strict=True):
         similarity = vectors @ part_vector
         if masked_part is not None:
             aspect = masked_pool @ masked_part
@@ -415,8 +421,7 @@ def pick_sentences(
         if item_vectors is not None:
             item_similarity.append(item_vectors @ part_vector)
             np.maximum.at(similarity, item_owners, item_similarity[-1])
-        # A sentence linked to a question like this one is as close as that question, less a margin;
-        # how far below the best a sentence may be (`floor`) is judged on the sentences' own words.
+        # A sentence linked to a question like this one is as close as that question, less a margin.
         linked = similarity
         if any(a is not None for a in answers_asked):
             asked = np.array([_likeness(a, part_vector, masked_part, len(words)) if a is not None else -1.0
@@ -426,12 +431,17 @@ def pick_sentences(
         # A sentence that gives the kind of answer asked for (a definition for "what is…?", a
         # length of time for "how long…?") is worth more than one that is only on the topic.
         typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in pool], dtype=float)
+        # A sentence naming the medicine asked about is about it ("is quetiapine an antipsychotic?"
+        # and the list of second-generation ones), which reading without names (above) forgets.
+        named = _medicines_named(part)
+        naming = np.array([bool(named & _medicines_named(p.text)) for _, _, p in pool], dtype=float)
         rest = HEADING_WEIGHT * (heading_vectors @ part_vector) + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty
-        scored_parts.append(linked + rest)
-        unlinked_parts.append(similarity + rest)
+        scored_parts.append(linked + rest + NAMED_MEDICINE_BONUS * naming)
+        own_words_parts.append(similarity + rest)
     combined = np.max(np.vstack(scored_parts), axis=0)
-    # Far below the best answer: not worth quoting (the answer-type bonus orders, it does not cut).
-    floor = float(np.max(unlinked_parts)) - 0.25 - ANSWER_TYPE_BONUS * any(kinds)
+    # Far below the best answer: not worth quoting. Judged on the sentences' own words: a link or a
+    # medicine's name orders what is quoted, and the answer-type bonus too; they do not cut.
+    floor = float(np.max(own_words_parts)) - 0.25 - ANSWER_TYPE_BONUS * any(kinds)
     index_of = {(sid, p.position): i for i, (_, sid, p) in enumerate(pool)}
     chosen: dict[tuple[str, int], Picked] = {}
     counts: dict[str, int] = {}
