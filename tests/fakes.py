@@ -57,7 +57,7 @@ class KeywordIdentifier:
         self.knowledge_base = knowledge_base
         self._stems = {s.id: _stems(" ".join([s.title, s.summary, *s.keywords])) for s in knowledge_base}
 
-    def identify(self, question: str, context: str = "", own_topic: bool | None = None,
+    def identify(self, question: str, context: str = "", own_topic: bool | None = None, referred: bool = False,
                  last_sources: Collection[str] = ()) -> Identification:
         started = time.perf_counter()
         asked = _stems(question)

@@ -533,8 +533,9 @@ def test_a_chain_of_follow_ups_keeps_the_topic_the_conversation_started_with(mak
     for trace in (second, third):
         assert trace.identification.context.startswith("what is famly intervention")
         assert trace.route == "answer" and "S15" in trace.citations, trace.answer
-    assert "how long does it go on for" in third.identification.context  # the latest follow-up too
-    assert third.resolved_question.endswith("is it free?")
+    # the latest follow-up too, as read: "it" is what the conversation began by asking about
+    assert third.identification.context.endswith("how long does family intervention go on for")
+    assert third.resolved_question.endswith("is family intervention free?")
 
 
 def test_a_follow_up_about_something_we_do_not_cover_is_not_covered_though_it_refers_back(make_bot):
@@ -723,3 +724,15 @@ def test_a_card_is_followed_by_what_its_sources_say_of_a_keyword_the_message_nam
     plain = bot.ask(bot.new_thread(), "does cannabis make schizophrenia worse?")
     assert plain.card == trace.card and "CBD" not in plain.answer
     assert sorted(split_sentences(plain.answer.removesuffix(reminder))) == sorted(split_sentences(card.body))
+
+
+def test_they_after_asking_what_something_is_is_that_thing(make_bot):
+    """"they" after "what are negative symptoms?" are negative symptoms, though the message names
+    voices: it was answered from the voices source."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "what are negative symptoms?")
+    trace = bot.ask(thread, "and do they go away once the voices stop?")
+    assert trace.resolved_question.endswith("and do negative symptoms go away once the voices stop?")
+    assert trace.citations[0] == "S03" and "S17" not in trace.citations, trace.answer
+    assert re.search(r"they can last after voices", trace.answer), trace.answer

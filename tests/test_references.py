@@ -1,4 +1,5 @@
-"""Reading a message with the conversation: references to an earlier-named medicine."""
+"""Reading a message with the conversation: references to an earlier-named medicine, or to what
+the conversation asked the meaning of."""
 
 import pytest
 
@@ -8,6 +9,8 @@ from app.retrieval.references import (
     named_medicines,
     refers_back,
     resolve,
+    subject_of,
+    with_subject,
 )
 
 
@@ -74,3 +77,37 @@ def test_what_a_message_says_before_its_first_reference():
 ])
 def test_a_source_titled_after_another_medicine_is_about_another_medicine(title, question, other):
     assert about_another_medicine(title, question) is other
+
+
+@pytest.mark.parametrize(("question", "subject", "many"), [
+    ("what are negative symptoms?", "negative symptoms", True),
+    ("whats a depot", "depot", False),
+    ("What does 'psychosis' mean?", "psychosis", False),
+    ("tell me about family intervention", "family intervention", False),
+    ("what does an early intervention team do", "early intervention team", False),
+    ("What causes schizophrenia?", "", False),  # asks why, not what it is
+    ("what should I do?", "", False),
+    ("what is it", "", False),  # a pronoun names nothing
+])
+def test_a_question_asking_what_something_is_names_its_subject(question, subject, many):
+    assert subject_of(question) == (subject, many)
+
+
+@pytest.mark.parametrize(("message", "topic", "resolved"), [
+    ("and do they go away once the voices stop?", ["what are negative symptoms?"],
+     "and do negative symptoms go away once the voices stop?"),
+    ("is it free?", ["What is CBT for psychosis?"], "is CBT for psychosis free?"),
+    ("is it common?", ["what is psychosis?", "who gets it?"], "is psychosis common?"),  # the latest definition
+])
+def test_a_reference_becomes_what_the_conversation_asked_the_meaning_of(message, topic, resolved):
+    assert with_subject(message, topic) == resolved
+
+
+@pytest.mark.parametrize(("message", "topic"), [
+    ("is it my fault?", ["what is psychosis?"]),  # situational "it"
+    ("do they go away?", ["what is psychosis?"]),  # "they" is not one thing
+    ("is it common?", ["why do people get psychosis?"]),  # asked why, not what it is
+    ("is olanzapine safe with it?", ["what is clozapine?"]),  # medicines are resolve's
+])
+def test_no_subject_is_invented(message, topic):
+    assert with_subject(message, topic) == message

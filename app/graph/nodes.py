@@ -49,7 +49,7 @@ from app.kb.cards import AnswerCard
 from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, topics_list
 from app.retrieval.cards import CardMatch
 from app.retrieval.condense import condense
-from app.retrieval.references import about_another_medicine, refers_back
+from app.retrieval.references import about_another_medicine, refers_back, with_subject
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, screen_message
 from app.small_talk import about_this_chat, small_talk_reply
@@ -173,9 +173,13 @@ class AnswerNodes:
             # The topic as retrieval read it: "what is risperdone" names risperidone.
             read_topic = [self.services.identifier.correct_spelling(said) for said in topic]
             text = condensed or (text if own_topic else resolve_references(text, read_topic))
+            # "is it free?" -> "is CBT for psychosis free?", still read with the topic
+            named_subject = "" if condensed or own_topic else with_subject(text, read_topic)
+            referred = bool(named_subject) and named_subject != text
+            text = named_subject or text
             last_sources = [c.source_id for c in self._last_answer_sources(state)]
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
-                                                               last_sources=last_sources)
+                                                               last_sources=last_sources, referred=referred)
             # A message read with the topic continues it, one that stood alone starts a new one;
             # one that nothing covers leaves the topic as it was, so the next follow-up is read
             # with what was answered ("does it go away?" after "is it permanent?" after NMS, "does

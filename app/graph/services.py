@@ -24,8 +24,10 @@ class Identifier(Protocol):
 
     knowledge_base: KnowledgeBase
 
-    def identify(self, question: str, context: str = "", own_topic: bool | None = None,
+    def identify(self, question: str, context: str = "", own_topic: bool | None = None, referred: bool = False,
                  last_sources: Collection[str] = ()) -> Identification: ...
+
+    def keywords_said(self, text: str, source_id: str) -> list[str]: ...
 
     def names_own_topic(self, question: str) -> bool: ...
 

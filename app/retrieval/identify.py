@@ -62,12 +62,13 @@ class SourceIdentifier:
         return twin
 
     # -- the public call ---------------------------------------------------------------------
-    def identify(self, question: str, context: str = "", own_topic: bool | None = None,
+    def identify(self, question: str, context: str = "", own_topic: bool | None = None, referred: bool = False,
                  last_sources: Collection[str] = ()) -> Identification:
         """Which sources answer `question`; `context` is what the conversation is about so far
         (its topic question and latest follow-up), empty for a first message; `own_topic`: the
-        caller has already asked `names_own_topic` (None: asked here when it matters);
-        `last_sources`: what the last answer drew on."""
+        caller has already asked `names_own_topic` (None: asked here when it matters); `referred`:
+        the caller resolved a reference in it ("is it free?" -> "is CBT for psychosis free?"), so
+        it still leans on the topic; `last_sources`: what the last answer drew on."""
         started = time.perf_counter()
         r = self.settings.retrieval
         used_context = ""
@@ -88,7 +89,8 @@ class SourceIdentifier:
             if follow_up:
                 if own_topic is None:
                     own_topic = self.names_own_topic(question)
-                readings = [self._with_context(alone, read_on, part if len(parts) > 1 else question, context, own_topic)
+                readings = [self._with_context(alone, read_on, part if len(parts) > 1 else question, context, own_topic,
+                                               referred)
                             for part, alone, read_on in zip(parts, scored[: len(parts)], scored[len(parts):], strict=True)]
                 scored = [reading for reading, _ in readings]
                 used_context = context if any(continues for _, continues in readings) else ""
@@ -262,7 +264,7 @@ class SourceIdentifier:
         return [t for t in dict.fromkeys(self.index.tokenize(self.correct_spelling(text))) if not t.isdigit()]
 
     def _with_context(self, alone: Scored, with_context: Scored, question: str, context: str,
-                      own_topic: bool = False) -> tuple[Scored, bool]:
+                      own_topic: bool = False, referred: bool = False) -> tuple[Scored, bool]:
         """Which reading of a message in a conversation counts, and whether it continues the
         conversation. One that refers back ("how long does it go on for?", "what about uni? can
         they make changes for her…", whatever its length) is read with the conversation's topic:
@@ -277,7 +279,7 @@ class SourceIdentifier:
         the conversation too: retrieval is sure of the words of almost any message."""
         r = self.settings.retrieval
         own = alone[0][1] if alone else 0.0
-        refers = refers_back(question) and not own_topic
+        refers = (referred or refers_back(question)) and not own_topic
         learned = self._example_reading(question)
         continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
                      or r.none_threshold <= own < r.clear_threshold

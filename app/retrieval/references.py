@@ -95,3 +95,38 @@ def resolve(text: str, topic: list[str]) -> str:
         if match := pattern.search(text):
             return text[:match.start()] + named[-1] + text[match.end():]
     return text
+
+
+# What a question that asks what something is names: "what are negative symptoms?" (which "they"
+# stands for after it), "whats a depot", "what does 'psychosis' mean?", "tell me about family
+# intervention" (which "it" stands for).
+_QUOTE = "['\"‘“’”]?"
+_DEFINITION = re.compile(
+    r"^\s*(?:(?:so|and|ok|okay|hi|hey)\W+)?(?:(?P<are>what\s+are)|what\s+is|what(?:'s|’s|s)|what\s+does"
+    r"|tell\s+me\s+about|explain)\s+(?:(?:a|an|the)\s+)?" + _QUOTE + r"(?P<subject>[a-z][a-z' -]{2,40}?)" + _QUOTE
+    + r"(?:\s+(?:mean|means|do|stand for))?\s*[?.!]*\s*$", re.IGNORECASE)
+_NOT_A_SUBJECT = re.compile(r"^(?:it|that|this|they|them|those|these|you|i|he|she|we)$", re.IGNORECASE)
+_THEY = re.compile(r"\b(?:they|them)\b", re.IGNORECASE)
+
+
+def subject_of(question: str) -> tuple[str, bool]:
+    """What a question asking what something is names ("negative symptoms"; "" if it asks
+    nothing of the kind), and whether it was asked of as many ("what are …")."""
+    match = _DEFINITION.match(question)
+    if match is None or _NOT_A_SUBJECT.match(match.group("subject").strip()):
+        return "", False
+    return match.group("subject").strip(), match.group("are") is not None
+
+
+def with_subject(text: str, topic: list[str]) -> str:
+    """"do they go away once the voices stop?" after "what are negative symptoms?": "they" is
+    what the conversation's topic asked about, if it asked what something is ("they" for what was
+    asked of as many, "it" for one). Unlike a medicine's name (`resolve`), the subject does not
+    make the message stand alone: it is still read with the topic ("how long does cognitive
+    remediation take" alone is nearer how long antipsychotics take to work)."""
+    subject, many = next((found for said in reversed(topic) if (found := subject_of(said))[0]), ("", False))
+    if not subject or MEDICINE.search(subject) or MEDICINE.search(text):
+        return text  # medicines are `resolve`'s
+    if (match := (_THEY if many else _IT).search(text)) is None:
+        return text
+    return text[:match.start()] + subject + text[match.end():]
