@@ -174,9 +174,8 @@ class AnswerNodes:
             read_topic = [self.services.identifier.correct_spelling(said) for said in topic]
             text = condensed or (text if own_topic else resolve_references(text, read_topic))
             # "is it free?" -> "is CBT for psychosis free?", still read with the topic
-            named_subject = "" if condensed or own_topic else with_subject(text, read_topic)
-            referred = bool(named_subject) and named_subject != text
-            text = named_subject or text
+            subject_named = text if condensed or own_topic else with_subject(text, read_topic)
+            referred, text = subject_named != text, subject_named
             last_sources = [c.source_id for c in self._last_answer_sources(state)]
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
                                                                last_sources=last_sources, referred=referred)

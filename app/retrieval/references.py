@@ -1,10 +1,11 @@
 """Reading a message with the conversation: "is it safe with alcohol?" after a question about
 clozapine asks about clozapine; "and the other one?" asks about the medicine named before it, "the
-second one" about the second named.
+second one" about the second named; "do they go away?" after "what are negative symptoms?" asks
+about negative symptoms.
 
 Offline and rule-based on purpose: medicine names are recognised by their international
 non-proprietary name stems (app.core.medicines), and a reference is resolved only to a medicine
-the user named in the topic the conversation is on.
+the user named in the topic the conversation is on, or to what the topic asked the meaning of.
 """
 
 from __future__ import annotations
