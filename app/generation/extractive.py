@@ -536,12 +536,18 @@ def compose_extractive_answer(
     leaning = best
     while leaning.leans_back and (leaning := at.get(leaning.position - 1)):
         ahead.insert(0, leaning)
+    # What leans on the lead goes right after it, whatever else of its source comes between
+    # ("CBD is another chemical in cannabis. It does not make people high…": not "It" after a list
+    # on cannabis).
+    after: list[Picked] = []
+    while (leaning := at.get((after[-1] if after else best).position + 1)) and leaning.leans_back:
+        after.append(leaning)
     order = [best.source_id, *(doc.id for doc in sources if doc.id != best.source_id)]
     paragraphs: list[str] = []
     for source_id in order:
         group = sorted((p for p in picked if p.source_id == source_id), key=lambda p: p.position)
         if source_id == best.source_id:
-            group = [*ahead, best, *(p for p in group if p is not best and p not in ahead)]
+            group = [*ahead, best, *after, *(p for p in group if p is not best and p not in ahead and p not in after)]
         if group:
             # Every sentence cited, those of a passage of several (a myth and its correction) too.
             paragraphs.append(" ".join(f"{sentence} [{p.source_id}]" for p in group
