@@ -262,11 +262,13 @@ def _aspect_vectors(questions: Sequence[str], texts: list[str], vectors: np.ndar
     return [next(asked) if names else None for names in naming], pool
 
 
-def embedded_texts(body: str) -> list[str]:
-    """Every text the generator embeds for a source, for warming the embedding cache."""
-    found = passages(body)
+def embedded_texts(source: SourceText) -> list[str]:
+    """Every text the generator embeds for a source, for warming the embedding cache: its
+    passages, list items and headings, and the questions it links to sentences (see `_asked_of`)."""
+    found = passages(source.text)
     return [*(text for p in found for text in (_embedded(p), *p.introduced_items)),
-            *dict.fromkeys(p.section for p in found if p.section)]
+            *dict.fromkeys(p.section for p in found if p.section),
+            *source.answers, *(without_medicines(q) for q in source.answers)]
 
 
 def _content_words(text: str) -> set[str]:

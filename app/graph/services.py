@@ -83,9 +83,9 @@ class Services:
         long-running session (the REPL, the app) are as fast as the later ones."""
         from app.generation.extractive import embedded_texts
 
-        sources = list(self.identifier.knowledge_base)
-        self.embed([text for source in sources for text in embedded_texts(source.body)])
-        self.resources.warm_up(SourceText.of(s) for s in sources)
+        sources = [SourceText.of(s) for s in self.identifier.knowledge_base]
+        self.embed([text for source in sources for text in embedded_texts(source)])
+        self.resources.warm_up(sources)
 
     def source_text(self, source_id: str) -> SourceText | None:
         source = self.identifier.knowledge_base.get(source_id)
