@@ -413,6 +413,7 @@ def pick_sentences(
     item_texts = [item for i in lists for item in pool[i][2].introduced_items]
     item_vectors = embed(item_texts) if item_texts else None
     item_owners = np.repeat(lists, [len(pool[i][2].items) for i in lists]).astype(int)
+    pool_medicines = [_medicines_named(p.text) for _, _, p in pool]
     scored_parts, item_similarity, own_words_parts = [], [], []
     for part, words, part_vector, masked_part, kind in zip(questions, part_words, part_vectors, masked_parts, kinds,
                                                            strict=True):
@@ -436,7 +437,7 @@ def pick_sentences(
         # A sentence naming the medicine asked about is about it ("is quetiapine an antipsychotic?"
         # and the list of second-generation ones), which reading without names (above) forgets.
         named = _medicines_named(part)
-        naming = np.array([bool(named & _medicines_named(p.text)) for _, _, p in pool], dtype=float)
+        naming = np.array([bool(named & names) for names in pool_medicines], dtype=float)
         rest = HEADING_WEIGHT * (heading_vectors @ part_vector) + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty
         scored_parts.append(linked + rest + NAMED_MEDICINE_BONUS * naming)
         own_words_parts.append(similarity + rest)
