@@ -28,8 +28,9 @@ class SourceMeta(BaseModel):
     # suggestions, so each must be answered by this source's text.
     questions: list[str] = Field(default_factory=list)
     # For a question above, the body's sentences that answer it (quoted verbatim): an answer to a
-    # question asked like it leads with them, though they may share few words with it ("am I just
-    # getting thick?" and "…not a sign of low intelligence").
+    # question asked like it leads with them, though they may share few words with it ("why do I
+    # still have to take it if I feel fine?" and "Feeling well is often a sign that the medicine is
+    # working").
     answers: dict[str, list[str]] = Field(default_factory=dict)
     # True when the summary or keywords were drafted automatically (`cafbot kb ingest`):
     # the author should read them before the source is relied on.
