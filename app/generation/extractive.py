@@ -42,9 +42,10 @@ MAX_ITEMS_ASKED = 3
 _MARKUP = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+)")
 _EMPHASIS = re.compile(r"[*_`]{1,3}")
 _WORDS = re.compile(r"[a-z0-9]+")
-# An instruction: an imperative, maybe after the condition it applies to ("If these happen, get …").
-_INSTRUCTION = re.compile(r"^(?:if [^,]+,\s*)?(?:tell|ask|contact|call|get|seek|talk to|speak to|let|see|go to)\b",
-                          re.IGNORECASE)
+# An instruction: an imperative, maybe after the condition it applies to ("If these happen, get …")
+# or a word that links or stresses it ("So always tell your care team before you stop…").
+_INSTRUCTION = re.compile(r"^(?:if [^,]+,\s*)?(?:(?:so|also|then|always|please)\s+)*"
+                          r"(?:tell|ask|contact|call|get|seek|talk to|speak to|let|see|go to)\b", re.IGNORECASE)
 _MYTH = re.compile(r"^myth\b\s*:", re.IGNORECASE)
 # A pointer to another source ("(see S34)", "See S27 for more on work and study."): the reader
 # sees no source ids, and the answer cites its own.
