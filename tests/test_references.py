@@ -59,6 +59,18 @@ def test_refers_back():
     assert refers_back("can you still get it if you've decided not to take medication?")
 
 
+def test_a_that_joining_a_clause_refers_to_nothing_said_before():
+    assert not refers_back("which meds are the ones that help with voices?")
+    assert not refers_back("my doctor said that exercise helps")
+    # "that" standing for something keeps leaning back, after a verb or on its own
+    assert refers_back("how common is that?")
+    assert refers_back("and that worries me")
+    assert refers_back("he keeps doing that every night")
+    # the reference after a joined clause is the first reference
+    assert before_reference("he tried two meds that didn't work, can he get it?") \
+        == "he tried two meds that didn't work, can he get "
+
+
 def test_what_a_message_says_before_its_first_reference():
     assert before_reference("my brother has schizophrenia, does that mean I'll get it too?") \
         == "my brother has schizophrenia, does "

@@ -49,9 +49,33 @@ def about_another_medicine(title: str, question: str) -> bool:
     return bool(asked and about and not asked & about)
 
 
+# Words after which "that" may still stand for something ("is that normal?", "what about that
+# one?", "and that worries me"); after any other word, and followed by more words, it joins a
+# clause to it instead ("two other meds that didn't work", "he says that he hears them").
+_BEFORE_A_REFERENCE_TEXT = """
+is are was were be been am isn't aren't wasn't do does did doing done don't doesn't didn't can could
+will would should may might must can't won't has have had about with like of on for to from in at by
+after before than and but or so if because what how why when where not just all also ok okay then oh
+yes no even only
+"""
+_BEFORE_A_REFERENCE = frozenset(_BEFORE_A_REFERENCE_TEXT.split())
+_WORD = re.compile(r"[\w'’]+")
+
+
+def _first_reference(text: str) -> re.Match[str] | None:
+    """The first word of the message that leans on something said before."""
+    for match in _BACK.finditer(text):
+        if match.group(0).lower() == "that":
+            before = _WORD.findall(text[:match.start()])
+            if before and before[-1].lower() not in _BEFORE_A_REFERENCE and re.match(r"\s+\w", text[match.end():]):
+                continue  # a clause joined to the word before it
+        return match
+    return None
+
+
 def refers_back(text: str) -> bool:
     """The message leans on something said before ("is that normal?", "what about them?")."""
-    return bool(_BACK.search(text))
+    return _first_reference(text) is not None
 
 
 # A phrase still open before the reference ("side effects of", "how much of"): the reference
@@ -67,7 +91,7 @@ def before_reference(text: str) -> str:
     the reference completes is not such a thing: "side effects of it?" says nothing before "it"
     that "it" could be; "my son has schizophrenia, what are the chances of it" says "my son has
     schizophrenia"."""
-    match = _BACK.search(text)
+    match = _first_reference(text)
     lead = text[:match.start()] if match else text
     if match and _OPEN_PHRASE.search(lead):
         ends = list(_CLAUSE_END.finditer(lead))
