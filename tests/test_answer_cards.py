@@ -141,6 +141,26 @@ def test_the_card_for_the_kind_of_request_wins_over_a_longer_phrasing_it_only_pa
     assert said_in_full is not None and "side_effect_decision" in said_in_full.card.requests, said_in_full
 
 
+
+@pytest.mark.slow
+def test_a_request_about_no_medicine_gets_the_card_on_its_topic_not_its_kind(embedder, knowledge_base):
+    """"Should we stop him smoking weed?" reads as a request to stop, but speaks of no medicine:
+    the boundary card on cannabis answers it, not the one on stopping medicine; "should we stop
+    his meds?" still gets the card for its kind."""
+    from app.core.config import Retrieval
+    from app.retrieval.cards import CardMatcher
+
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    settings = Retrieval()
+    cannabis = {s.id for s in knowledge_base if "cannabis" in [k.lower() for k in s.keywords]}
+    weed = matcher.match("should we stop him smoking weed?", settings, own_case=True, request="stop_or_reduce",
+                         topics=cannabis)
+    assert weed is not None and weed.card.kind == "boundary" and set(weed.card.sources) & cannabis, weed
+    meds = matcher.match("should we stop his meds?", settings, own_case=True, request="stop_or_reduce",
+                         topics=cannabis)
+    assert meds is not None and "stop_or_reduce" in meds.card.requests, meds
+
+
 BIRTH = ("The weeks after having a baby are a time of higher risk of relapse. [S34] "
          "It helps to make a written plan before the birth. [S34] "
          "Many antipsychotics pass into breast milk in small amounts, and with a few, such as clozapine, "

@@ -16,7 +16,7 @@ def without_medicines(text: str) -> str:
 
 
 _MEDICINE_WORD = re.compile(r"\b(?:antipsychotics?|meds?|medicines?|medications?|tablets?|pills?|injections?|"
-                            r"jabs?|depots?)\b", re.IGNORECASE)
+                            r"jabs?|depots?|doses?|dosage)\b", re.IGNORECASE)
 
 
 def mentions_medicine(text: str) -> bool:

@@ -194,8 +194,12 @@ class AnswerNodes:
             best = identification.candidates[0].source_id if identification.outcome == "clear" \
                 and identification.candidates and not identification.context else ""
             own_case = _own_case(screen)  # whose case and what is asked: read once for the checks below
+            # The sources whose own keywords the message says: what a request is about, whatever
+            # kind of request its other words make it ("should we stop him smoking weed?").
+            said = {source.id for source in self.services.identifier.knowledge_base
+                    if own_case and self.services.identifier.keywords_said(text, source.id)}
             match = self.services.cards.match(text, self.settings.retrieval, own_case=own_case,
-                                              request=screen.boundary_kind, best_source=best)
+                                              request=screen.boundary_kind, best_source=best, topics=said)
             if match is None and identification.context:
                 # Too few words of its own to be near any card ("will i get it too?" after "my mum
                 # was just diagnosed"): the message as read with the conversation.

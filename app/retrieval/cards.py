@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from app.core.config import Retrieval
+from app.core.medicines import mentions_medicine
 from app.core.text import content_stems
 from app.kb.cards import AnswerCard
 
@@ -36,13 +37,14 @@ class CardMatcher:
         return self._vectors
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
-              request: str = "", best_source: str = "") -> CardMatch | None:
+              request: str = "", best_source: str = "", topics: Collection[str] = ()) -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`; `request`: the screen's reading of its
         kind), the boundary card for that kind of request (see `_requested`), else the closest
         boundary card; unless a general card is much closer. `best_source`: the source retrieval
         found best for the question, if it found one clearly; a general card drawing on it needs
-        less closeness (`card_agreed_threshold`)."""
+        less closeness (`card_agreed_threshold`); `topics`: the sources whose keywords the
+        question says."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
@@ -51,7 +53,7 @@ class CardMatcher:
             general = self._agreed(similarities, settings, best_source) or general
         boundary = None
         if own_case:
-            boundary = (self._requested(question, similarities, request, settings)
+            boundary = (self._requested(question, similarities, request, settings, topics)
                         or self._closest(similarities, settings, boundary_only=True))
         if boundary is None:
             return general
@@ -92,18 +94,27 @@ class CardMatcher:
         return CardMatch(self._owners[index], similarity, self._phrasings[index], confident=True)
 
     def _requested(self, question: str, similarities: np.ndarray, request: str,
-                   settings: Retrieval) -> CardMatch | None:
+                   settings: Retrieval, topics: Collection[str] = ()) -> CardMatch | None:
         """The closest of the boundary cards that answer this kind of request. The screen's reading
         of the request, learned from hundreds of them, says what is asked better than the nearest
         of a few phrasings, which the topic's words sway ("mum has schizophrenia … she spat her
         tablet out" is near "my mum has schizophrenia, will I get it?"). Not when the question says
         all of another card's own phrasing almost word for word (`card_threshold`, and every
         content word of the phrasing: "should I stop my meds?" is close to, but says less than,
-        "should I stop my meds because of the side effects?"), nor for a kind no card lists."""
+        "should I stop my meds because of the side effects?"), nor for a kind no card lists.
+        The kind is read from words like "stop", which the topic may not be about: when the
+        question speaks of no medicine and names the topic of the nearest boundary card
+        (`topics`, by keyword) but not that of the kind's card, the nearest answers ("should we
+        stop him smoking weed?" is about cannabis, not stopping medicine)."""
         serving = [i for i, owner in enumerate(self._owners) if request and request in owner.requests]
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
+        nearest = max((i for i, owner in enumerate(self._owners) if owner.kind == "boundary"),
+                      key=lambda i: similarities[i])
+        if not mentions_medicine(question) and set(self._owners[nearest].sources) & set(topics) \
+                and not set(self._owners[best].sources) & set(topics):
+            best = nearest
         verbatim = int(np.argmax(similarities))
         if similarities[verbatim] >= settings.card_threshold and self._owners[verbatim] is not self._owners[best] \
                 and content_stems(self._phrasings[verbatim]) <= content_stems(question):
