@@ -351,6 +351,22 @@ def test_a_reaction_to_a_medicine_the_sources_describe_hears_medical_help_then_w
     assert bot.ask(bot.new_thread(), "he's on clozapine and he's collapsed and isn't breathing").route == "crisis"
 
 
+def test_a_reaction_to_the_medicine_named_the_message_before_is_answered_too(make_bot):
+    """"My husband is on clozapine", then "he woke up with a fever and a sore throat": the
+    medicine is the one the conversation named, so the reaction is answered as if said in one
+    message (medical help first, then the source's instruction); with no medicine said before,
+    the same words get the crisis reply for the body."""
+    bot = make_bot()
+    lead = next(c for c in bot.services.cards.cards if "medical_emergency" in c.requests)
+    reaction = "he woke up with a fever and a really sore throat and mouth ulcers. what should we do?"
+    thread = bot.new_thread()
+    bot.ask(thread, "my husband is on clozapine")
+    trace = bot.ask(thread, reaction)
+    assert trace.route == "answer" and trace.answer.startswith(lead.body), trace.answer
+    assert "Tell your team straight away about signs of infection" in trace.answer and "S11" in trace.citations
+    assert bot.ask(bot.new_thread(), reaction).route == "crisis"
+
+
 def test_after_a_health_problem_on_a_medicine_every_answer_says_it_still_needs_a_doctor_today(make_bot):
     """"Can I wait till Monday?" after a fever on clozapine: whatever the answer, it ends with the
     medical reminder (see a doctor today, out of hours if need be), not "if you are not safe"."""

@@ -128,7 +128,8 @@ class AnswerNodes:
             screen.reply = screen.reply or (reply("empty_message") if not screen.text else reply(
                 "not_english", topics=topics_list(self.services.topic_titles()),
                 contacts=contact_lines(self.settings.crisis_contacts)))
-        if screen.route == "crisis" and not after_crisis and self._medical_the_sources_answer(screen):
+        if screen.route == "crisis" and not after_crisis \
+                and self._medical_the_sources_answer(screen, _last_user_message(state) or ""):
             # A reaction to a medicine that the knowledge base describes (a fever on clozapine, the
             # signs of NMS) is answered: how to get medical help first, then what the sources say
             # about it, cited. Danger said in so many words (not breathing, an overdose taken: a
@@ -305,11 +306,17 @@ class AnswerNodes:
             return " ".join(f"{sentence} [{picked.source_id}]" for sentence in run)
         return ""
 
-    def _medical_the_sources_answer(self, screen: InputScreen) -> bool:
+    def _medical_the_sources_answer(self, screen: InputScreen, before: str) -> bool:
         """A medical emergency read by the learned layer alone, about a medicine, that retrieval
-        finds clearly covered by a source."""
-        return (answerable_emergency(screen.text, self.services.resources) and mentions_medicine(screen.text)
-                and self.services.identifier.identify(screen.text).outcome == "clear")
+        finds clearly covered by a source. The medicine may be the one the message before named
+        ("my son was started on haloperidol last week", then "since yesterday he's had a high
+        temperature…"): then retrieval reads the two together."""
+        if not answerable_emergency(screen.text, self.services.resources):
+            return False
+        if mentions_medicine(screen.text):
+            return self.services.identifier.identify(screen.text).outcome == "clear"
+        return mentions_medicine(before) and self.services.identifier.identify(
+            screen.text, context=before).outcome == "clear"
 
     def _urgent_card(self, screen: InputScreen) -> AnswerCard | None:
         """The urgent card for the screen's reading of the situation (a medical emergency: medical
