@@ -525,6 +525,18 @@ def test_a_follow_up_reference_is_resolved_to_the_medicine_named_before(make_bot
     assert {"S20", "S11"} & set(trace.citations), trace.answer
 
 
+def test_a_message_that_opens_like_a_continuation_is_read_with_the_topic(make_bot):
+    """"And for teenagers?" after a question on cannabis asks about cannabis for teenagers, though
+    on its own words it reads as a question on young people (or nothing we cover)."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "can smoking weed cause schizophrenia?")
+    trace = bot.ask(thread, "and for teenagers?")
+    assert trace.route == "answer" and "weed" in trace.resolved_question, trace.resolved_question
+    assert {"S05", "S20"} & set(trace.citations) and "S37" not in trace.citations, trace.answer
+    assert re.search(r"young|teens", trace.answer), trace.answer
+
+
 @pytest.mark.parametrize(("first", "then", "topic"), [
     ("What is family intervention?", "how long does it go on for", "S15"),
     ("What is cognitive remediation?",

@@ -176,7 +176,9 @@ class AnswerNodes:
             text = condensed or (text if own_topic else resolve_references(text, read_topic))
             # "is it free?" -> "is CBT for psychosis free?", still read with the topic
             subject_named = text if condensed or own_topic else with_subject(text, read_topic)
-            referred, text = subject_named != text, subject_named
+            # A message that opens like a continuation ("and for teenagers?", "what about for
+            # kids?") leans on the topic as a reference does, whatever its own words name.
+            referred, text = subject_named != text or screen.follow_up, subject_named
             last_sources = [c.source_id for c in self._last_answer_sources(state)]
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
                                                                last_sources=last_sources, referred=referred)
