@@ -715,6 +715,10 @@ def test_a_reference_to_something_the_message_itself_names_starts_a_new_topic(ma
     ("just found out im pregnant and im on olanzapine. should i stop taking it straight away??", "S34",
      "Your prescriber will weigh the risk of relapse against what is known about your medicine in pregnancy"),
     ("my new meds make me a bit drowsy. is it safe for me to drive to work tomorrow?", "S35", "Do not drive if you"),
+    # Retrieval's first source is the card's own (stopping); the clozapine source, whose
+    # keywords the message says most, is the topic.
+    ("My mum wants to come off clozapine and go back to her old tablets because of all the blood tests. "
+     "Is that a good idea?", "S11", "people on clozapine have regular blood tests"),
 ])
 def test_a_boundary_reply_also_says_what_the_source_on_the_request_s_topic_says(make_bot, message, topic, fact):
     """The card answers the request (stopping, a dose); the source on the situation it names

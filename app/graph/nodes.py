@@ -273,10 +273,16 @@ class AnswerNodes:
         the smoking source names olanzapine), and must say one of the source's keywords."""
         asked = state.get("question") or state["screen"].text
         found = self.services.identifier.identify(without_medicines(asked))
-        topic = found.candidates[0].source_id if found.outcome == "clear" and found.candidates else ""
-        if not topic or topic in card.sources or topic not in state["prompt_source_ids"] \
-                or not self.services.identifier.keywords_said(asked, topic):
-            return ""  # the topic must be said in so many words: retrieval alone is sure of too much
+        # The topic must be said in so many words: retrieval alone is sure of too much. Of the
+        # sources found that the card does not cite, the one whose keywords the message says most
+        # ("come off clozapine … because of all the blood tests": the clozapine source, which says
+        # both, rather than the health checks source).
+        said = {c.source_id: len(self.services.identifier.keywords_said(asked, c.source_id))
+                for c in found.candidates if found.outcome == "clear" and c.source_id not in card.sources
+                and c.source_id in state["prompt_source_ids"]}
+        topic = max((sid for sid in said if said[sid]), key=lambda sid: said[sid], default="")
+        if not topic:
+            return ""
         doc = self.services.source_text(topic)
         if doc is None:
             return ""
