@@ -202,6 +202,7 @@ def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_b
     ("Most people are not violent.", False), ("All antipsychotics can cause it.", False),
     ("If these happen, get urgent medical help.", True), ("When they start, tell your team.", True),
     ("If it is urgent, call the crisis team.", False),
+    ("Some use them to relax, to fit in, or to cope.", True), ("Most people find them helpful.", False),
 ])
 def test_a_sentence_that_stands_for_what_came_before_leans_on_it(sentence, leans):
     assert leans_back(sentence) is leans

@@ -54,14 +54,16 @@ _POINTER = re.compile(r"\bS\d{2,}\b")
 _CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)  # a list of conditions is quoted whole
 # A sentence that opens with one of these leans on the sentence before it, so it reads badly alone.
 # So does a quantity standing for people or things named before ("Most are not violent", "Some of
-# them…"); "Most people…" names its own.
+# them…", "Some use them to relax"); "Most people…" names its own.
 # Also after an opening condition ("If these happen, get help"; not "if it is urgent", whose "it"
 # stands for nothing).
 _DANGLING = re.compile(r"^(?:(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or|instead|however|"
                        r"otherwise|therefore|still|yet|besides|then)\b"
                        r"|(if|when|once|unless|while|because|since)\s+(they|these|this|those)\b"
                        r"|(most|many|some|others|both|all|each|several|few)\s+(of (them|these|those)|are|is|was|were|"
-                       r"do|does|have|has|can|will|may|might|find|feel|say|get|need)\b)", re.IGNORECASE)
+                       r"do|does|have|has|can|will|may|might|find|feel|say|get|need)\b"
+                       r"|(most|many|some|others|both|all|each|several|few)\s+\w+\s+(them|these|those)\b)",
+                       re.IGNORECASE)
 
 
 # And one that adds to or compares with what came before ("Never stop clozapine on your own
