@@ -69,8 +69,7 @@ class CardMatcher:
         similarities = self._similarities(question)
         if similarities is None:
             return None
-        best = max((i for i, owner in enumerate(self._owners) if owner.kind == "boundary"),
-                   key=lambda i: similarities[i], default=None)
+        best = self._nearest_boundary(similarities)
         if best is None or similarities[best] < settings.boundary_card_floor:
             return None
         return CardMatch(self._owners[best], float(similarities[best]), self._phrasings[best], confident=True)
@@ -110,9 +109,8 @@ class CardMatcher:
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
-        nearest = max((i for i, owner in enumerate(self._owners) if owner.kind == "boundary"),
-                      key=lambda i: similarities[i])
-        if not mentions_medicine(question) and set(self._owners[nearest].sources) & set(topics) \
+        nearest = self._nearest_boundary(similarities)
+        if nearest is not None and not mentions_medicine(question) and set(self._owners[nearest].sources) & set(topics) \
                 and not set(self._owners[best].sources) & set(topics):
             best = nearest
         verbatim = int(np.argmax(similarities))
@@ -122,6 +120,11 @@ class CardMatcher:
         if similarities[best] < settings.boundary_card_floor:
             return None
         return CardMatch(self._owners[best], float(similarities[best]), self._phrasings[best], confident=True)
+
+    def _nearest_boundary(self, similarities: np.ndarray) -> int | None:
+        """The index of the boundary card phrasing closest to the question (None: no boundary card)."""
+        return max((i for i, owner in enumerate(self._owners) if owner.kind == "boundary"),
+                   key=lambda i: similarities[i], default=None)
 
     def _similarities(self, question: str) -> np.ndarray | None:
         """The question's cosine to every card phrasing (None: no cards, or nothing asked)."""
