@@ -60,9 +60,8 @@ _CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)  # a list of con
 _DANGLING = re.compile(r"^(?:(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or|instead|however|"
                        r"otherwise|therefore|still|yet|besides|then)\b"
                        r"|(if|when|once|unless|while|because|since)\s+(they|these|this|those)\b"
-                       r"|(most|many|some|others|both|all|each|several|few)\s+(of (them|these|those)|are|is|was|were|"
-                       r"do|does|have|has|can|will|may|might|find|feel|say|get|need)\b"
-                       r"|(most|many|some|others|both|all|each|several|few)\s+\w+\s+(them|these|those)\b)",
+                       r"|(most|many|some|others|both|all|each|several|few)\s+(?:(of (them|these|those)|are|is|was|were|"
+                       r"do|does|have|has|can|will|may|might|find|feel|say|get|need)\b|\w+\s+(them|these|those)\b))",
                        re.IGNORECASE)
 
 

@@ -200,7 +200,7 @@ class AnswerNodes:
             # The sources whose own keywords the message says: what a request is about, whatever
             # kind of request its other words make it ("should we stop him smoking weed?").
             said = {source.id for source in self.services.identifier.knowledge_base
-                    if own_case and self.services.identifier.keywords_said(text, source.id)}
+                    if self.services.identifier.keywords_said(text, source.id)} if own_case else set()
             match = self.services.cards.match(text, self.settings.retrieval, own_case=own_case,
                                               request=screen.boundary_kind, best_source=best, topics=said)
             if match is None and identification.context:
@@ -277,9 +277,9 @@ class AnswerNodes:
         # sources found that the card does not cite, the one whose keywords the message says most
         # ("come off clozapine … because of all the blood tests": the clozapine source, which says
         # both, rather than the health checks source).
-        said = {c.source_id: len(self.services.identifier.keywords_said(asked, c.source_id))
-                for c in found.candidates if found.outcome == "clear" and c.source_id not in card.sources
-                and c.source_id in state["prompt_source_ids"]}
+        candidates = found.candidates if found.outcome == "clear" else []
+        said = {c.source_id: len(self.services.identifier.keywords_said(asked, c.source_id)) for c in candidates
+                if c.source_id not in card.sources and c.source_id in state["prompt_source_ids"]}
         topic = max((sid for sid in said if said[sid]), key=lambda sid: said[sid], default="")
         if not topic:
             return ""
