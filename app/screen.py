@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from app.core.answer_types import asks_anything
 from app.core.config import Settings
 from app.core.models import Deadline, RoleClient
 from app.core.records import InputScreen, ModelCall
@@ -40,14 +41,23 @@ class ScreenResult:
     errors: list[str] = field(default_factory=list)
 
 
+def was_crisis(previous: InputScreen | None) -> bool:
+    """The previous message was itself a crisis (not only the turn after one)."""
+    return previous is not None and previous.route == "crisis" and previous.crisis_layer != "conversation"
+
+
 def screen_message(raw: str, *, settings: Settings, resources: Resources, screener: RoleClient | None,
-                   llm_allowed: bool, has_conversation: bool, after_crisis: bool = False,
+                   llm_allowed: bool, has_conversation: bool, previous: InputScreen | None = None,
                    deadline: Deadline | None = None) -> ScreenResult:
     """Route one message. `llm_allowed`: the filter is on for this turn (the screener may look);
-    `has_conversation`: an earlier answer exists that a follow-up can lean on; `after_crisis`: the
-    previous turn took the crisis route, so this one stays on it (someone in danger a moment ago
-    who now writes "forget it", "don't give me numbers" or "it was a joke" gets the contacts
-    again, not small talk; a false alarm costs one more crisis reply)."""
+    `has_conversation`: an earlier answer exists that a follow-up can lean on; `previous`: the
+    screen of the user's message before. After a crisis this one stays on the crisis route
+    (someone in danger a moment ago who now writes "forget it", "don't give me numbers" or "it was
+    a joke" gets the contacts again, not small talk), unless only the learned layer saw that
+    crisis, unsure, and this message asks a question of its own that it does not read as one: a
+    false alarm on "I just found out I'm pregnant" must not also cost the answer to what she asks
+    next (which still ends with the contacts, as every answer soon after a crisis does)."""
+    after_crisis = was_crisis(previous)
     cleaned = clean_message(raw, settings.input)
     screen = InputScreen(text=cleaned.text, notices=list(cleaned.notices))
     result = ScreenResult(screen)
@@ -62,6 +72,10 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.small_talk_kind, screen.boundary_kind = found.small_talk_kind, found.boundary_kind
     screen.crisis_kind = found.crisis_kind
     screen.urgent = found.urgent
+    screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
+    if after_crisis and previous is not None and previous.crisis_unsure and not crisis \
+            and found.small_talk < SMALL_TALK_FROM and asks_anything(cleaned.text):
+        after_crisis = False
     mode = settings.caf.llm_crisis_screen
     # After a crisis the route is crisis whatever the screener says: no call to make.
     if screener is not None and llm_allowed and not after_crisis and needs_second_look(found, mode):

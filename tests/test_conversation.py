@@ -101,6 +101,30 @@ def test_the_turn_after_a_crisis_stays_on_the_crisis_route_then_the_conversation
     assert "worried me" not in (answer.draft or "")  # fixed text added after the filter, not judged as the draft
 
 
+@pytest.mark.parametrize(("message", "stays"), [
+    ("should I stop taking it straight away?", False),  # a question of its own: answered
+    ("what do I say to the midwife?", False),
+    ("forget it", True),  # a brush-off asks nothing: the contacts again
+    ("it was a joke lol", True),
+    ("ok", True),
+])
+def test_after_an_unsure_alarm_a_question_of_its_own_is_answered_a_brush_off_is_not(bot, message, stays):
+    """Only the learned layer read the message before as a crisis, below its confident line: the
+    next message keeps the crisis route only if it asks nothing (or is a crisis itself). After a
+    sure alarm every next message keeps it."""
+    settings, services = bot.settings, bot.services
+
+    def after(previous: InputScreen) -> str:
+        return screen_message(message, settings=settings, resources=services.resources, screener=None,
+                              llm_allowed=False, has_conversation=True, previous=previous).screen.route
+
+    unsure = InputScreen(text="…", route="crisis", crisis_layer="model", crisis_score=0.4, crisis_unsure=True)
+    sure = unsure.model_copy(update={"crisis_score": 0.9, "crisis_unsure": False})
+    assert (after(unsure) == "crisis") is stays
+    assert after(sure) == "crisis"
+    assert after(unsure.model_copy(update={"crisis_layer": "pattern:pills_tonight", "crisis_unsure": False})) == "crisis"
+
+
 def test_tell_me_more_continues_the_same_topic_with_something_new(bot):
     thread = bot.new_thread()
     first = bot.ask(thread, "What are the side effects of clozapine?")

@@ -110,6 +110,9 @@ def test_a_question_asking_what_something_is_names_its_subject(question, subject
      "and do negative symptoms go away once the voices stop?"),
     ("is it free?", ["What is CBT for psychosis?"], "is CBT for psychosis free?"),
     ("is it common?", ["what is psychosis?", "who gets it?"], "is psychosis common?"),  # the latest definition
+    # "one" standing for a thing takes its article
+    ("what do you put in one", ["what is a crisis plan?"], "what do you put in a crisis plan"),
+    ("can my son get one for free?", ["what is an advance statement"], "can my son get an advance statement for free?"),
 ])
 def test_a_reference_becomes_what_the_conversation_asked_the_meaning_of(message, topic, resolved):
     assert with_subject(message, topic) == resolved
@@ -120,6 +123,11 @@ def test_a_reference_becomes_what_the_conversation_asked_the_meaning_of(message,
     ("do they go away?", ["what is psychosis?"]),  # "they" is not one thing
     ("is it common?", ["why do people get psychosis?"]),  # asked why, not what it is
     ("is olanzapine safe with it?", ["what is clozapine?"]),  # medicines are resolve's
+    # the number, "no one", "which one", "one of": not a thing said before
+    ("is one enough?", ["what is a crisis plan?"]),
+    ("no one told me", ["what is a crisis plan?"]),
+    ("which one is best?", ["what is a crisis plan?"]),
+    ("one of them said so", ["what is a crisis plan?"]),
 ])
 def test_no_subject_is_invented(message, topic):
     assert with_subject(message, topic) == message

@@ -94,7 +94,7 @@ def eval_judges(
     from app.cli.chat import local_server_if_needed
     from app.core.embeddings import Embedder
     from app.core.models import model_for
-    from app.core.records import SourceText
+    from app.core.records import InputScreen, SourceText
     from app.kb import load_knowledge_base
     from app.screen import screen_message, screened_route
     from judges.evaluate import evaluate
@@ -120,13 +120,16 @@ def eval_judges(
         screener = model_for("screener", settings) if 1 in chosen else None
         mode = "on" if chosen != [0] else "tier0"
 
-        def screen(message: str, history: list) -> str:
-            """As a user turn: the previous user message's route decides `after_crisis`."""
+        def screened(message: str, history: list) -> InputScreen:
+            """As a user turn: read after the previous user message's screen."""
             earlier = [t.content for t in history if t.role == "user"]
-            return screened_route(screen_message(
+            return screen_message(
                 message, settings=settings, resources=resources, screener=screener,
                 llm_allowed=mode == "on", has_conversation=bool(history),
-                after_crisis=bool(earlier) and screen(earlier[-1], []) == "crisis").screen)
+                previous=screened(earlier[-1], []) if earlier else None).screen
+
+        def screen(message: str, history: list) -> str:
+            return screened_route(screened(message, history))
 
         def review(ctx):
             return caf.review(ctx, turn=1, mode=mode).report

@@ -147,6 +147,7 @@ class InputScreen(Record):
     boundary_kind: str = ""  # the learned layer's likeliest kind of such request ("missed_dose", …)
     crisis_kind: str = ""  # the learned layer's likeliest kind of crisis ("medical_emergency", …)
     crisis_goes_on: bool = False  # read as a crisis by the learned layer alone right after one
+    crisis_unsure: bool = False  # only the learned layer saw a crisis, below its confident line
     urgent: bool = False  # someone is unwell now: the answer leads with how to get help today
     follow_up: bool = False  # leans on the conversation so far ("tell me more", "why?")
 

@@ -51,7 +51,7 @@ from app.retrieval.cards import CardMatch
 from app.retrieval.condense import condense
 from app.retrieval.references import about_another_medicine, refers_back, with_subject
 from app.retrieval.references import resolve as resolve_references
-from app.screen import adds_no_topic, screen_message
+from app.screen import adds_no_topic, screen_message, was_crisis
 from app.small_talk import about_this_chat, small_talk_reply
 from judges.local.crisis import answerable_emergency, latest_crisis_kind
 from judges.schema import DraftContext
@@ -108,11 +108,11 @@ class AnswerNodes:
     def screen_input(self, state: ChatState, context: TurnContext) -> dict:
         turn = state.get("turn", 0) + 1
         trace = TurnTrace(turn=turn, user_message="", caf_mode=context.caf)
-        after_crisis = _crisis_in_previous_message(state.get("screen"))
+        after_crisis = was_crisis(state.get("screen"))
         result = screen_message(
             state.get("user_input", ""), settings=self.settings, resources=self.services.resources,
             screener=self.services.crisis_screener, llm_allowed=context.caf == "on",
-            has_conversation=bool(state.get("messages")), after_crisis=after_crisis,
+            has_conversation=bool(state.get("messages")), previous=state.get("screen"),
             deadline=self.deadline(trace))
         screen = result.screen
         # "she won't answer me", "the police are coming" after a crisis go on with it: the same
@@ -708,12 +708,6 @@ def conversation_turns(messages: list[AnyMessage], last: int = 6) -> list[Turn]:
     """The conversation's last messages as the user saw them (what the judges see of it)."""
     return [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
             for m in messages[-last:]]
-
-
-def _crisis_in_previous_message(previous: InputScreen | None) -> bool:
-    """The last message was itself a crisis (not only the turn after one), so this turn stays on
-    the crisis route: one turn, not for ever."""
-    return previous is not None and previous.route == "crisis" and previous.crisis_layer != "conversation"
 
 
 def _lead_of(answer: str) -> str:

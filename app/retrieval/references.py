@@ -132,6 +132,11 @@ _DEFINITION = re.compile(
     + r"(?:\s+(?:mean|means|do|stand for))?\s*[?.!]*\s*$", re.IGNORECASE)
 _NOT_A_SUBJECT = re.compile(r"^(?:it|that|this|they|them|those|these|you|i|he|she|we)$", re.IGNORECASE)
 _THEY = re.compile(r"\b(?:they|them)\b", re.IGNORECASE)
+# "one" standing for a thing ("what do you put in one?", "how do I get one for him"), not the
+# number or "someone": it ends the clause or comes before a preposition, after no other determiner.
+_ONE = re.compile(r"(?<!\bwhich )(?<!\bother )(?<!\beach )(?<!\bevery )(?<!\bno )\bone\b"
+                  r"(?=\s*(?:[?.!,;]|$|\b(?:for|from|with|near|in|at|on|to|if|or|too|yet|now|please)\b))",
+                  re.IGNORECASE)
 
 
 def subject_of(question: str) -> tuple[str, bool]:
@@ -146,12 +151,14 @@ def subject_of(question: str) -> tuple[str, bool]:
 def with_subject(text: str, topic: list[str]) -> str:
     """"do they go away once the voices stop?" after "what are negative symptoms?": "they" is
     what the conversation's topic asked about, if it asked what something is ("they" for what was
-    asked of as many, "it" for one). Unlike a medicine's name (`resolve`), the subject does not
+    asked of as many, "it" or "one" for one: "what goes in one?" after "what is a crisis plan?"). Unlike a medicine's name (`resolve`), the subject does not
     make the message stand alone: it is still read with the topic ("how long does cognitive
     remediation take" alone is nearer how long antipsychotics take to work)."""
     subject, many = next((found for said in reversed(topic) if (found := subject_of(said))[0]), ("", False))
     if not subject or MEDICINE.search(subject) or MEDICINE.search(text):
         return text  # medicines are `resolve`'s
-    if (match := (_THEY if many else _IT).search(text)) is None:
+    if (match := _THEY.search(text) if many else (_IT.search(text) or _ONE.search(text))) is None:
         return text
+    if match.group(0).lower() == "one":
+        subject = ("an " if subject[0].lower() in "aeiou" else "a ") + subject
     return text[:match.start()] + subject + text[match.end():]

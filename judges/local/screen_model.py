@@ -60,8 +60,10 @@ TRAIN_DIRS = (REPO_ROOT / "scenarios" / "screen" / "train", REPO_ROOT / "scenari
 # Recall targets: in English a missed crisis gets an ordinary answer, so recall comes first; in
 # other languages a miss still gets the "English only" notice, which carries the crisis contacts,
 # as a false alarm's crisis reply does, so the two errors cost nearly the same there.
+# Personal advice: a general question put on the boundary route loses its answer, so where F1 is
+# flat (the thresholds within `personal_f1_tie` of the best) the highest threshold wins.
 SETTINGS = {"c": 10.0, "folds": 5, "dev_share": 0.25, "recall_target": 0.96, "recall_target_other_languages": 0.93,
-            "english_kept": 0.999, "seed": 0}
+            "english_kept": 0.999, "personal_f1_tie": 0.005, "seed": 0}
 _LETTER = re.compile(r"[^\W\d_]")
 _PUNCTUATION = ".,;:!?\"'()"
 
@@ -241,16 +243,18 @@ def _threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray
     return 0.05
 
 
-def _f1_threshold(probability: np.ndarray, truth: np.ndarray) -> float:
-    """The threshold with the best F1 on held-out readings (personal-advice requests, urgent situations)."""
-    best, best_f1 = 0.5, -1.0
-    for t in np.round(np.arange(0.2, 0.91, 0.05), 2):
+def _f1_threshold(probability: np.ndarray, truth: np.ndarray, tie: float = 0.0) -> float:
+    """The threshold with the best F1 on held-out readings (personal-advice requests, urgent
+    situations); with `tie`, the highest within `tie` of the best (the lowest among equals otherwise)."""
+    grid = np.round(np.arange(0.2, 0.91, 0.05), 2)
+    scores = []
+    for t in grid:
         flagged = probability >= t
         tp = float((flagged & truth).sum())
-        f1 = 2 * tp / (flagged.sum() + truth.sum()) if (flagged.sum() + truth.sum()) else 0.0
-        if f1 > best_f1:
-            best, best_f1 = float(t), f1
-    return best
+        scores.append(2 * tp / (flagged.sum() + truth.sum()) if (flagged.sum() + truth.sum()) else 0.0)
+    best = max(scores)
+    near = [float(t) for t, f1 in zip(grid, scores, strict=True) if f1 >= best - tie]
+    return near[-1] if tie else near[0]
 
 
 def _dev_metrics(crisis: np.ndarray, small: np.ndarray, threshold: float, by_pattern: np.ndarray,
@@ -413,7 +417,7 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
         fitted = _with_thresholds(fitted, crisis, truth, by_pattern, SETTINGS["recall_target"])
         threshold = fitted["threshold"]
         fitted["personal_threshold"] = _f1_threshold(
-            personal, np.array([s.route == "boundary" for _, _, s in messages]))
+            personal, np.array([s.route == "boundary" for _, _, s in messages]), SETTINGS["personal_f1_tie"])
         fitted["urgent_threshold"] = _f1_threshold(urgent, np.array([c == URGENT_CLASS for c in labels]))
         bundle[variant] = fitted
         thresholds[f"{variant}.crisis"] = threshold
