@@ -20,7 +20,7 @@ from app.core.text import content_stems, stem
 from app.input import clean_message
 from judges.crisis_screen import needs_second_look, second_look
 from judges.local import Resources
-from judges.local.crisis import assess
+from judges.local.crisis import Assessment, assess
 
 SMALL_TALK_FROM = 0.5  # the learned layer's small-talk probability from which a message is small talk
 FOLLOW_UP_MAX_WORDS = 8
@@ -73,6 +73,8 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.crisis_kind = found.crisis_kind
     screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
+    if _context_then_request(found, cleaned.text, previous, resources):
+        screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
     if after_crisis and previous is not None and previous.crisis_unsure and not crisis \
             and found.small_talk < SMALL_TALK_FROM and asks_anything(cleaned.text):
         after_crisis = False
@@ -102,6 +104,19 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     elif found.small_talk >= SMALL_TALK_FROM:
         screen.route = "small_talk"
     return result
+
+
+def _context_then_request(found: Assessment, text: str, previous: InputScreen | None, resources: Resources) -> bool:
+    """A question that, read after the statement the user made just before it, asks about their
+    own case: one request said in two messages ("my boyfriend has started muttering to himself…",
+    then "does that sound like he has it?"). Only after a statement that asked nothing and was not
+    itself read as a request, so the question after "my team want me to try a depot" ("does it
+    hurt?") stays a question."""
+    if found.crisis or found.personal_advice or previous is None or previous.route != "answer" \
+            or previous.personal_advice or asks_anything(previous.text):
+        return False
+    joined = assess(f"{previous.text.rstrip(' .!')}. {text}", resources)
+    return joined.personal_advice and not joined.crisis
 
 
 def screened_route(screen: InputScreen) -> str:

@@ -125,6 +125,33 @@ def test_after_an_unsure_alarm_a_question_of_its_own_is_answered_a_brush_off_is_
     assert after(unsure.model_copy(update={"crisis_layer": "pattern:pills_tonight", "crisis_unsure": False})) == "crisis"
 
 
+@pytest.mark.parametrize(("before", "message", "own_case"), [
+    # one request said in two messages: the situation, then what to do about it
+    ("I've been on risperidone for a year", "is it ok to have a few beers at my cousin's wedding?", True),
+    # a general question after a statement stays one
+    ("my team want me to try a depot instead of tablets", "does it hurt?", False),
+    ("I'm on clozapine", "what are the side effects?", False),
+    ("my husband takes aripiprazole", "does it cause weight gain?", False),
+    ("my son has just been diagnosed", "what are negative symptoms?", False),
+    # after a question nothing was stated: the message is read alone
+    ("what is risperidone?", "is it ok to have a few beers at my cousin's wedding?", False),
+])
+def test_a_question_is_read_with_the_statement_just_before_it(bot, before, message, own_case):
+    settings, services = bot.settings, bot.services
+
+    def read(text: str, previous: InputScreen | None = None) -> InputScreen:
+        return screen_message(text, settings=settings, resources=services.resources, screener=None,
+                              llm_allowed=False, has_conversation=previous is not None, previous=previous).screen
+
+    assert not read(message, read("hello there")).personal_advice  # small talk before: read alone
+    assert read(message, read(before)).personal_advice is own_case
+    if own_case:
+        thread = bot.new_thread()
+        bot.ask(thread, before)
+        trace = bot.ask(thread, message)
+        assert trace.route == "boundary", trace.answer
+
+
 def test_tell_me_more_continues_the_same_topic_with_something_new(bot):
     thread = bot.new_thread()
     first = bot.ask(thread, "What are the side effects of clozapine?")
