@@ -112,8 +112,8 @@ def _context_then_request(found: Assessment, text: str, previous: InputScreen | 
     then "does that sound like he has it?"). Only after a statement that asked nothing and was not
     itself read as a request, so the question after "my team want me to try a depot" ("does it
     hurt?") stays a question."""
-    if found.crisis or found.personal_advice or previous is None or previous.route != "answer" \
-            or previous.personal_advice or asks_anything(previous.text):
+    if found.crisis or found.personal_advice or found.small_talk >= SMALL_TALK_FROM or previous is None \
+            or previous.route != "answer" or previous.personal_advice or asks_anything(previous.text):
         return False
     joined = assess(f"{previous.text.rstrip(' .!')}. {text}", resources)
     return joined.personal_advice and not joined.crisis

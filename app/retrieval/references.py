@@ -151,9 +151,10 @@ def subject_of(question: str) -> tuple[str, bool]:
 def with_subject(text: str, topic: list[str]) -> str:
     """"do they go away once the voices stop?" after "what are negative symptoms?": "they" is
     what the conversation's topic asked about, if it asked what something is ("they" for what was
-    asked of as many, "it" or "one" for one: "what goes in one?" after "what is a crisis plan?"). Unlike a medicine's name (`resolve`), the subject does not
-    make the message stand alone: it is still read with the topic ("how long does cognitive
-    remediation take" alone is nearer how long antipsychotics take to work)."""
+    asked of as many, "it" or "one" for one: "what goes in one?" after "what is a crisis plan?").
+    Unlike a medicine's name (`resolve`), the subject does not make the message stand alone: it is
+    still read with the topic ("how long does cognitive remediation take" alone is nearer how long
+    antipsychotics take to work)."""
     subject, many = next((found for said in reversed(topic) if (found := subject_of(said))[0]), ("", False))
     if not subject or MEDICINE.search(subject) or MEDICINE.search(text):
         return text  # medicines are `resolve`'s
