@@ -23,6 +23,13 @@ def bot(make_bot):
     return make_bot()
 
 
+def _screened(bot, message: str, *, previous: InputScreen | None = None, has_conversation: bool = False) -> InputScreen:
+    """The screen's reading of `message` as a user turn reads it (no screener), after `previous`."""
+    return screen_message(message, settings=bot.settings, resources=bot.services.resources, screener=None,
+                          llm_allowed=False, has_conversation=has_conversation or previous is not None,
+                          previous=previous).screen
+
+
 @pytest.mark.parametrize("message", ["hi", "Hello!", "hey there", "good morning"])
 def test_a_greeting_gets_a_friendly_hello_with_example_questions(bot, message):
     trace = bot.ask(bot.new_thread(), message)
@@ -112,11 +119,8 @@ def test_after_an_unsure_alarm_a_question_of_its_own_is_answered_a_brush_off_is_
     """Only the learned layer read the message before as a crisis, below its confident line: the
     next message keeps the crisis route only if it asks nothing (or is a crisis itself). After a
     sure alarm every next message keeps it."""
-    settings, services = bot.settings, bot.services
-
     def after(previous: InputScreen) -> str:
-        return screen_message(message, settings=settings, resources=services.resources, screener=None,
-                              llm_allowed=False, has_conversation=True, previous=previous).screen.route
+        return _screened(bot, message, previous=previous).route
 
     unsure = InputScreen(text="…", route="crisis", crisis_layer="model", crisis_score=0.4, crisis_unsure=True)
     sure = unsure.model_copy(update={"crisis_score": 0.9, "crisis_unsure": False})
@@ -137,14 +141,9 @@ def test_after_an_unsure_alarm_a_question_of_its_own_is_answered_a_brush_off_is_
     ("what is risperidone?", "is it ok to have a few beers at my cousin's wedding?", False),
 ])
 def test_a_question_is_read_with_the_statement_just_before_it(bot, before, message, own_case):
-    settings, services = bot.settings, bot.services
-
-    def read(text: str, previous: InputScreen | None = None) -> InputScreen:
-        return screen_message(text, settings=settings, resources=services.resources, screener=None,
-                              llm_allowed=False, has_conversation=previous is not None, previous=previous).screen
-
-    assert not read(message, read("hello there")).personal_advice  # small talk before: read alone
-    assert read(message, read(before)).personal_advice is own_case
+    small_talk = _screened(bot, "hello there")
+    assert not _screened(bot, message, previous=small_talk).personal_advice  # read alone
+    assert _screened(bot, message, previous=_screened(bot, before)).personal_advice is own_case
     if own_case:
         thread = bot.new_thread()
         bot.ask(thread, before)
@@ -237,11 +236,10 @@ def test_judges_eval_routes_every_message_as_a_user_turn_does(bot):
     """One evaluation path: the eval's routes are the graph's, scenario by scenario."""
     scenarios = [s for s in load_scenarios(REPO / "scenarios" / "screen" / "train")
                  if not s.history][::40]
-    settings, services = bot.settings, bot.services
+    services = bot.services
 
     def read(message: str, has_conversation: bool = False) -> InputScreen:
-        return screen_message(message, settings=settings, resources=services.resources, screener=None,
-                              llm_allowed=False, has_conversation=has_conversation).screen
+        return _screened(bot, message, has_conversation=has_conversation)
 
     def screen(message: str, has_conversation: bool) -> str:
         return screened_route(read(message, has_conversation))
