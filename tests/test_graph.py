@@ -284,6 +284,21 @@ def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_the
     assert re.search(r"prescriber|pharmacist|care team", trace.answer, re.IGNORECASE), trace.answer
 
 
+@pytest.mark.parametrize(("question", "kind"), [
+    ("should I stop my olanzapine?", "stop_or_reduce"),
+    ("should my son stop taking his clozapine?", "stop_or_reduce"),
+    ("my hands shake on risperidone, should I stop it?", "side_effect_decision"),
+])
+def test_a_request_to_stop_gets_the_card_for_stopping_unless_it_names_a_side_effect(make_bot, question, kind):
+    # The kind is what the request is about, not its verb: "should I stop" is asked of side
+    # effects too, and a plain request to stop a named medicine once got the side-effects card.
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), question)
+    assert trace.route == "boundary" and trace.card is not None, trace.answer
+    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+    assert kind in card.requests, (question, card.id)
+
+
 def test_a_question_spelt_as_it_sounds_is_answered(make_bot):
     bot = make_bot()
     trace = bot.ask(bot.new_thread(), "wat is a depo injecshun")
