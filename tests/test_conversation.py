@@ -151,6 +151,18 @@ def test_a_question_is_read_with_the_statement_just_before_it(bot, before, messa
         assert trace.route == "boundary", trace.answer
 
 
+def test_statements_add_to_the_situation_a_question_with_no_topic_of_its_own_is_answered_in(bot):
+    # Neither statement asks anything; the question names nothing. What it asks about is the two
+    # statements together: quitting smoking raises clozapine levels.
+    thread = bot.new_thread()
+    for statement in ("my sister is on clozapine", "she has decided to stop smoking after new year"):
+        bot.ask(thread, statement)
+    trace = bot.ask(thread, "what should she keep an eye on?")
+    assert "clozapine" in trace.resolved_question and "smoking" in trace.resolved_question, trace.resolved_question
+    assert trace.route == "answer" and re.search(r"levels?.{0,40}rise", trace.answer), trace.answer
+    assert "S11" in trace.citations or "S23" in trace.citations, trace.citations
+
+
 def test_tell_me_more_continues_the_same_topic_with_something_new(bot):
     thread = bot.new_thread()
     first = bot.ask(thread, "What are the side effects of clozapine?")

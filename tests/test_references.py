@@ -57,6 +57,10 @@ def test_refers_back():
     assert not refers_back("is it our fault? we split up when he was 10")
     assert not refers_back("is it a relapse?")
     assert refers_back("can you still get it if you've decided not to take medication?")
+    # A possessive pronoun or "the … one" stands for something said before too.
+    assert refers_back("how do I find out what mine are?")
+    assert refers_back("does the weight one wear off?")
+    assert not refers_back("is one tablet a day normal?")
 
 
 def test_a_that_joining_a_clause_refers_to_nothing_said_before():

@@ -188,6 +188,10 @@ class AnswerNodes:
             # it hurt?" after "how much does it cost in America?" after depots).
             if identification.outcome == "none":
                 pass
+            elif not identification.context and topic and not answer_types.asks_anything(screen.text):
+                # A statement adds to the situation rather than starting a new topic ("my review
+                # is next week", then "I always freeze and forget what to say", then "any tips?").
+                topic = [topic[-1], text]
             elif not identification.context:
                 topic = [text]
             else:
@@ -420,6 +424,11 @@ class AnswerNodes:
         trace.invalid_citations = [c for c in trace.citations if c not in state["prompt_source_ids"]]
         return {"draft": draft, "trace": trace}
 
+    def _names_a_topic(self, text: str) -> bool:
+        """Whether the message says any source's own keywords ("pregnant", "weight gain")."""
+        return any(self.services.identifier.keywords_said(text, source.id)
+                   for source in self.services.identifier.knowledge_base)
+
     def crisis_reminder(self, state: ChatState) -> str:
         """Soon after a crisis message, every answer ends with the crisis contacts again (fixed
         text, added after the filter): the person asked something else, but may not be safe."""
@@ -439,6 +448,10 @@ class AnswerNodes:
         # "tell me more" is answered on the question before it (identify_sources sets `question`).
         asked = state.get("question") or state["screen"].text
         parts = identification.parts if len(identification.parts) > 1 else [asked]
+        if identification.context and not refers_back(asked) and not self._names_a_topic(asked):
+            # "any tips?" after "I always freeze and forget what to say": what it asks is all in
+            # the conversation, so its answer is chosen by what the conversation said with it too.
+            parts = [asked, f"{identification.context} {asked}"]
         # The best source for each part of the question first (candidates come best first).
         chosen: list[str] = []
         for part in parts:

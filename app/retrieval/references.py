@@ -25,8 +25,9 @@ _THAT = re.compile(rf"\b(?:that|this|the same) {_NOUN}\b", re.IGNORECASE)
 _SITUATION = r"(?!\s+(?:my|your|his|her|our|their|a|an|the|me|just|all|really)\b)"
 _IT = re.compile(r"\bit\b(?!\s+(?:\w+\s+){0,2}(?:to|that|if|when|whether)\b)" + _SITUATION, re.IGNORECASE)
 # A message that leans on something said before; the situational "it" of "is it our fault?" does not.
+# So do "mine" ("how do I work out mine?" after a relapse signature) and "the movement one".
 _BACK = re.compile(r"\bit\b" + _SITUATION + r"|\b(?:that|this|they|them|those|these|the other|same)\b|"
-                   + _ORDINAL.pattern, re.IGNORECASE)
+                   r"\b(?:mine|yours|ours|theirs)\b|\bthe \w+ one\b|" + _ORDINAL.pattern, re.IGNORECASE)
 
 
 def named_medicines(messages: list[str], *, latest_last: bool = True) -> list[str]:
