@@ -163,6 +163,14 @@ def test_statements_add_to_the_situation_a_question_with_no_topic_of_its_own_is_
     assert "S11" in trace.citations or "S23" in trace.citations, trace.citations
 
 
+def test_a_statement_that_could_be_about_several_topics_gets_its_likeliest_not_a_menu(bot):
+    # It asks nothing, so "did you mean…?" would ask back a question nobody asked.
+    trace = bot.ask(bot.new_thread(), "I'm on clozapine")
+    assert trace.identification is not None and len(trace.identification.candidates) > 1
+    assert trace.route == "answer" and "S11" in trace.citations, trace.answer
+    assert "Did you mean" not in trace.answer
+
+
 def test_tell_me_more_continues_the_same_topic_with_something_new(bot):
     thread = bot.new_thread()
     first = bot.ask(thread, "What are the side effects of clozapine?")

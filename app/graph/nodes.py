@@ -234,6 +234,11 @@ class AnswerNodes:
                     identification = identification.model_copy(update={"outcome": "clear"})
                 else:
                     match = self.services.cards.nearest_boundary(text, self.settings.retrieval) or match
+            if identification.outcome == "middling" and not own_case and not screen.urgent \
+                    and not answer_types.asks_anything(screen.text):
+                # "I'm on clozapine" asks nothing, so "did you mean…?" asks back what was never
+                # asked: what its likeliest topic is, and what to ask next, answer it instead.
+                identification = identification.model_copy(update={"outcome": "clear"})
             if screen.urgent and (lead := self._urgent_card(screen)):
                 # Someone unwell now gets how to get help today (the lead's sources go in with
                 # what was found), never a menu or "not covered".
