@@ -140,3 +140,12 @@ def is_follow_up(text: str) -> bool:
 def adds_no_topic(text: str) -> bool:
     """"Tell me more", "why?": nothing to search for beyond the conversation's own topic."""
     return not (content_stems(text) - _FOLLOW_UP_STEMS)
+
+
+# "any tips?", "anything to watch out for?": too few words of its own to choose an answer by.
+FEW_OWN_WORDS = 3
+
+
+def says_little(text: str) -> bool:
+    """The message has at most `FEW_OWN_WORDS` words of its own (beyond "more", "why", …)."""
+    return len(content_stems(text) - _FOLLOW_UP_STEMS) <= FEW_OWN_WORDS

@@ -11,7 +11,7 @@ import pytest
 from app.core.records import InputScreen
 from app.core.text import split_sentences
 from app.prompts import contact_lines, reply
-from app.screen import screen_message, screened_route
+from app.screen import says_little, screen_message, screened_route
 from app.small_talk import kind_of
 from judges.evaluate import evaluate
 from judges.scenarios import load_scenarios
@@ -161,6 +161,12 @@ def test_statements_add_to_the_situation_a_question_with_no_topic_of_its_own_is_
     assert "clozapine" in trace.resolved_question and "smoking" in trace.resolved_question, trace.resolved_question
     assert trace.route == "answer" and re.search(r"levels?.{0,40}rise", trace.answer), trace.answer
     assert "S11" in trace.citations or "S23" in trace.citations, trace.citations
+
+
+def test_only_a_message_with_few_words_of_its_own_is_answered_on_the_conversation():
+    assert says_little("any tips?") and says_little("anything we need to watch out for?")
+    # Its own words say what is asked: "who to talk to", not what the conversation was about.
+    assert not says_little("if i cant talk to mums team then who do i talk to")
 
 
 def test_a_statement_that_could_be_about_several_topics_gets_its_likeliest_not_a_menu(bot):

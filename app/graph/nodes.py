@@ -51,7 +51,7 @@ from app.retrieval.cards import CardMatch
 from app.retrieval.condense import condense
 from app.retrieval.references import about_another_medicine, refers_back, with_subject
 from app.retrieval.references import resolve as resolve_references
-from app.screen import adds_no_topic, screen_message, was_crisis
+from app.screen import adds_no_topic, says_little, screen_message, was_crisis
 from app.small_talk import about_this_chat, small_talk_reply
 from judges.local.crisis import answerable_emergency, latest_crisis_kind
 from judges.schema import DraftContext
@@ -453,9 +453,11 @@ class AnswerNodes:
         # "tell me more" is answered on the question before it (identify_sources sets `question`).
         asked = state.get("question") or state["screen"].text
         parts = identification.parts if len(identification.parts) > 1 else [asked]
-        if identification.context and not refers_back(asked) and not self._names_a_topic(asked):
+        if identification.context and says_little(asked) and not refers_back(asked) \
+                and not self._names_a_topic(asked):
             # "any tips?" after "I always freeze and forget what to say": what it asks is all in
             # the conversation, so its answer is chosen by what the conversation said with it too.
+            # A message with words of its own ("then who do I talk to?") is answered on them.
             parts = [asked, f"{identification.context} {asked}"]
         # The best source for each part of the question first (candidates come best first).
         chosen: list[str] = []
