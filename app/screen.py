@@ -133,13 +133,12 @@ def is_follow_up(text: str) -> bool:
         return False
     if _FOLLOW_UP_START.match(text):
         return True
-    own = content_stems(text) - _FOLLOW_UP_STEMS
-    return not own and bool(re.search(r"\b(it|that|this|they|them|those|these)\b", text, re.IGNORECASE))
+    return not _own_words(text) and bool(re.search(r"\b(it|that|this|they|them|those|these)\b", text, re.IGNORECASE))
 
 
 def adds_no_topic(text: str) -> bool:
     """"Tell me more", "why?": nothing to search for beyond the conversation's own topic."""
-    return not (content_stems(text) - _FOLLOW_UP_STEMS)
+    return not _own_words(text)
 
 
 # "any tips?", "anything to watch out for?": too few words of its own to choose an answer by.
@@ -148,4 +147,9 @@ FEW_OWN_WORDS = 3
 
 def says_little(text: str) -> bool:
     """The message has at most `FEW_OWN_WORDS` words of its own (beyond "more", "why", …)."""
-    return len(content_stems(text) - _FOLLOW_UP_STEMS) <= FEW_OWN_WORDS
+    return len(_own_words(text)) <= FEW_OWN_WORDS
+
+
+def _own_words(text: str) -> frozenset[str]:
+    """The message's content words beyond those of a follow-up ("more", "why", …), stemmed."""
+    return content_stems(text) - _FOLLOW_UP_STEMS

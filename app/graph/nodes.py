@@ -203,8 +203,7 @@ class AnswerNodes:
             own_case = _own_case(screen)  # whose case and what is asked: read once for the checks below
             # The sources whose own keywords the message says: what a request is about, whatever
             # kind of request its other words make it ("should we stop him smoking weed?").
-            said = {source.id for source in self.services.identifier.knowledge_base
-                    if self.services.identifier.keywords_said(text, source.id)} if own_case else set()
+            said = self._sources_named(text) if own_case else set()
             match = self.services.cards.match(text, self.settings.retrieval, own_case=own_case,
                                               request=screen.boundary_kind, best_source=best, topics=said)
             if match is None and identification.context:
@@ -429,10 +428,10 @@ class AnswerNodes:
         trace.invalid_citations = [c for c in trace.citations if c not in state["prompt_source_ids"]]
         return {"draft": draft, "trace": trace}
 
-    def _names_a_topic(self, text: str) -> bool:
-        """Whether the message says any source's own keywords ("pregnant", "weight gain")."""
-        return any(self.services.identifier.keywords_said(text, source.id)
-                   for source in self.services.identifier.knowledge_base)
+    def _sources_named(self, text: str) -> set[str]:
+        """The sources whose own keywords the message says ("pregnant", "weight gain")."""
+        return {source.id for source in self.services.identifier.knowledge_base
+                if self.services.identifier.keywords_said(text, source.id)}
 
     def crisis_reminder(self, state: ChatState) -> str:
         """Soon after a crisis message, every answer ends with the crisis contacts again (fixed
@@ -454,7 +453,7 @@ class AnswerNodes:
         asked = state.get("question") or state["screen"].text
         parts = identification.parts if len(identification.parts) > 1 else [asked]
         if identification.context and says_little(asked) and not refers_back(asked) \
-                and not self._names_a_topic(asked):
+                and not self._sources_named(asked):
             # "any tips?" after "I always freeze and forget what to say": what it asks is all in
             # the conversation, so its answer is chosen by what the conversation said with it too.
             # A message with words of its own ("then who do I talk to?") is answered on them.
