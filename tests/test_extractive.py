@@ -203,6 +203,8 @@ def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_b
     ("If these happen, get urgent medical help.", True), ("When they start, tell your team.", True),
     ("If it is urgent, call the crisis team.", False),
     ("Some use them to relax, to fit in, or to cope.", True), ("Most people find them helpful.", False),
+    ("After that, care may pass to the family doctor.", True), ("Because of this, doctors check.", True),
+    ("After treatment, most people improve.", False), ("For those who work, it helps.", False),
 ])
 def test_a_sentence_that_stands_for_what_came_before_leans_on_it(sentence, leans):
     assert leans_back(sentence) is leans

@@ -56,10 +56,13 @@ _CONDITION = re.compile(r"\b(if|when|unless)\b", re.IGNORECASE)  # a list of con
 # So does a quantity standing for people or things named before ("Most are not violent", "Some of
 # them…", "Some use them to relax"); "Most people…" names its own.
 # Also after an opening condition ("If these happen, get help"; not "if it is urgent", whose "it"
-# stands for nothing).
+# stands for nothing), and after one that points back ("After that, care may pass…", "Because of
+# this…"; not "For those who…", which names its own).
 _DANGLING = re.compile(r"^(?:(they|these|this|that|those|it|its|he|she|there|also|so|but|and|or|instead|however|"
                        r"otherwise|therefore|still|yet|besides|then)\b"
                        r"|(if|when|once|unless|while|because|since)\s+(they|these|this|those)\b"
+                       r"|(after|before|because of|despite|apart from|besides|on top of|in addition to|instead of|"
+                       r"unlike|without|until|for)\s+(this|that|these|those|it|them)\b(?!\s+(who|which|that)\b)"
                        r"|(most|many|some|others|both|all|each|several|few)\s+(?:(of (them|these|those)|are|is|was|were|"
                        r"do|does|have|has|can|will|may|might|find|feel|say|get|need)\b|\w+\s+(them|these|those)\b))",
                        re.IGNORECASE)
