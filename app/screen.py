@@ -10,6 +10,7 @@ question for the knowledge base.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.core.answer_types import asks_anything
@@ -24,6 +25,7 @@ from judges.local.crisis import Assessment, assess
 
 SMALL_TALK_FROM = 0.5  # the learned layer's small-talk probability from which a message is small talk
 FOLLOW_UP_MAX_WORDS = 8
+SITUATION_LOOKBACK = 3  # how many of the user's earlier messages a stated situation is looked for in
 # Words that carry no topic of their own in a follow-up ("tell me more about that, please").
 _FOLLOW_UP_WORDS = frozenset(
     ["tell", "more", "say", "explain", "go", "on", "continue", "else", "detail", "details", "example", "examples", "why", "how", "come", "what", "about", "and", "but", "so", "then", "that", "this", "it", "its", "they", "them", "those", "these", "one", "other", "please", "again", "bit", "elaborate", "mean", "meaning", "such", "like"])
@@ -48,10 +50,11 @@ def was_crisis(previous: InputScreen | None) -> bool:
 
 def screen_message(raw: str, *, settings: Settings, resources: Resources, screener: RoleClient | None,
                    llm_allowed: bool, has_conversation: bool, previous: InputScreen | None = None,
-                   deadline: Deadline | None = None) -> ScreenResult:
+                   earlier: Sequence[str] = (), deadline: Deadline | None = None) -> ScreenResult:
     """Route one message. `llm_allowed`: the filter is on for this turn (the screener may look);
     `has_conversation`: an earlier answer exists that a follow-up can lean on; `previous`: the
-    screen of the user's message before. After a crisis this one stays on the crisis route
+    screen of the user's message before; `earlier`: the user's messages before this one, oldest
+    first (the previous one's text alone if not given). After a crisis this one stays on the crisis route
     (someone in danger a moment ago who now writes "forget it", "don't give me numbers" or "it was
     a joke" gets the contacts again, not small talk), unless only the learned layer saw that
     crisis, unsure, and this message asks a question of its own that it does not read as one: a
@@ -73,7 +76,8 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.crisis_kind = found.crisis_kind
     screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
-    if _context_then_request(found, cleaned.text, previous, resources):
+    said_before = list(earlier) or ([previous.text] if previous is not None else [])
+    if _context_then_request(found, cleaned.text, said_before, resources):
         screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
     if after_crisis and previous is not None and previous.crisis_unsure and not crisis \
             and found.small_talk < SMALL_TALK_FROM and asks_anything(cleaned.text):
@@ -106,16 +110,23 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     return result
 
 
-def _context_then_request(found: Assessment, text: str, previous: InputScreen | None, resources: Resources) -> bool:
-    """A question that, read after the statement the user made just before it, asks about their
-    own case: one request said in two messages ("my boyfriend has started muttering to himself…",
-    then "does that sound like he has it?"). Only after a statement that asked nothing and was not
-    itself read as a request, so the question after "my team want me to try a depot" ("does it
-    hurt?") stays a question."""
-    if found.crisis or found.personal_advice or found.small_talk >= SMALL_TALK_FROM or previous is None \
-            or previous.route != "answer" or previous.personal_advice or asks_anything(previous.text):
+def _context_then_request(found: Assessment, text: str, earlier: Sequence[str], resources: Resources) -> bool:
+    """A question that, read after the latest statement the user made shortly before it, asks
+    about their own case: one request said in two messages ("my boyfriend has started muttering to
+    himself…", then "does that sound like he has it?"), or with a question between them ("I've
+    just been put on olanzapine", "does it make you sleepy?", then "is it safe with alcohol?").
+    Only after a statement that asked nothing and was not itself read as a request, a crisis or
+    small talk, so the question after "my team want me to try a depot" ("does it hurt?") stays a
+    question."""
+    if found.crisis or found.personal_advice or found.small_talk >= SMALL_TALK_FROM:
         return False
-    joined = assess(f"{previous.text.rstrip(' .!')}. {text}", resources)
+    statement = next((said for said in reversed(earlier[-SITUATION_LOOKBACK:]) if not asks_anything(said)), None)
+    if statement is None:
+        return False
+    alone = assess(statement, resources)
+    if alone.crisis or alone.personal_advice or alone.small_talk >= SMALL_TALK_FROM or not alone.english:
+        return False
+    joined = assess(f"{statement.rstrip(' .!')}. {text}", resources)
     return joined.personal_advice and not joined.crisis
 
 

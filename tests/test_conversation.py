@@ -151,6 +151,28 @@ def test_a_question_is_read_with_the_statement_just_before_it(bot, before, messa
         assert trace.route == "boundary", trace.answer
 
 
+@pytest.mark.parametrize(("earlier", "own_case"), [
+    # the situation stated, a general question between, then a request about one's own case
+    (["I've been on risperidone for a year", "does it make you sleepy?"], True),
+    (["I've been on risperidone for a year", "does it make you sleepy?", "what about weight?"], True),
+    # stated longer ago than the last few messages: read alone
+    (["I've been on risperidone for a year", "does it make you sleepy?", "what about weight?",
+      "and shaking?"], False),
+    # only questions before it: nothing stated to read it with
+    (["what is risperidone?", "does it make you sleepy?"], False),
+])
+def test_a_question_is_read_with_the_latest_statement_a_few_messages_back(bot, earlier, own_case):
+    message = "is it ok to have a few beers at my cousin's wedding?"
+    screen = screen_message(message, settings=bot.settings, resources=bot.services.resources, screener=None,
+                            llm_allowed=False, has_conversation=True, earlier=earlier).screen
+    assert screen.personal_advice is own_case
+    if own_case:
+        thread = bot.new_thread()
+        for said in earlier:
+            bot.ask(thread, said)
+        assert bot.ask(thread, message).route == "boundary"
+
+
 def test_statements_add_to_the_situation_a_question_with_no_topic_of_its_own_is_answered_in(bot):
     # Neither statement asks anything; the question names nothing. What it asks about is the two
     # statements together: quitting smoking raises clozapine levels.

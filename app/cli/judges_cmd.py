@@ -126,7 +126,7 @@ def eval_judges(
             return screen_message(
                 message, settings=settings, resources=resources, screener=screener,
                 llm_allowed=mode == "on", has_conversation=bool(history),
-                previous=screened(earlier[-1], []) if earlier else None).screen
+                previous=screened(earlier[-1], []) if earlier else None, earlier=earlier).screen
 
         def screen(message: str, history: list) -> str:
             return screened_route(screened(message, history))

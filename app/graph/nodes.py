@@ -113,7 +113,7 @@ class AnswerNodes:
             state.get("user_input", ""), settings=self.settings, resources=self.services.resources,
             screener=self.services.crisis_screener, llm_allowed=context.caf == "on",
             has_conversation=bool(state.get("messages")), previous=state.get("screen"),
-            deadline=self.deadline(trace))
+            earlier=_said(state, HumanMessage), deadline=self.deadline(trace))
         screen = result.screen
         # "she won't answer me", "the police are coming" after a crisis go on with it: the same
         # words once more would not hear them. A message that says a new danger in so many words
