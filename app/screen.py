@@ -54,7 +54,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     """Route one message. `llm_allowed`: the filter is on for this turn (the screener may look);
     `has_conversation`: an earlier answer exists that a follow-up can lean on; `previous`: the
     screen of the user's message before; `earlier`: the user's messages before this one, oldest
-    first (the previous one's text alone if not given). After a crisis this one stays on the crisis route
+    first. After a crisis this one stays on the crisis route
     (someone in danger a moment ago who now writes "forget it", "don't give me numbers" or "it was
     a joke" gets the contacts again, not small talk), unless only the learned layer saw that
     crisis, unsure, and this message asks a question of its own that it does not read as one: a
@@ -76,8 +76,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.crisis_kind = found.crisis_kind
     screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
-    said_before = list(earlier) or ([previous.text] if previous is not None else [])
-    if _context_then_request(found, cleaned.text, said_before, resources):
+    if _context_then_request(found, cleaned.text, earlier, resources):
         screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
     if after_crisis and previous is not None and previous.crisis_unsure and not crisis \
             and found.small_talk < SMALL_TALK_FROM and asks_anything(cleaned.text):

@@ -27,7 +27,7 @@ def _screened(bot, message: str, *, previous: InputScreen | None = None, has_con
     """The screen's reading of `message` as a user turn reads it (no screener), after `previous`."""
     return screen_message(message, settings=bot.settings, resources=bot.services.resources, screener=None,
                           llm_allowed=False, has_conversation=has_conversation or previous is not None,
-                          previous=previous).screen
+                          previous=previous, earlier=[previous.text] if previous is not None else []).screen
 
 
 @pytest.mark.parametrize("message", ["hi", "Hello!", "hey there", "good morning"])
