@@ -312,6 +312,12 @@ def test_a_question_says_whether_it_asks_if_one_thing_is_so(question, yes_or_no)
     ("my dad has it and he wont take his meds", True),  # a problem told asks for help with it
     ("my nurse mentioned a 'relapse signature' what does that mean", True),  # run on, unpunctuated
     ("my mum was just diagnosed with schizophrenia, im 15", False),
+    # Questions typed without a question mark, after what they are about.
+    ("is there any hope for my daughter", True), ("my son has hardly slept for 3 nights is that a warning sign", True),
+    ("my daughter missed her depot injection what happens now", True), ("stopin my pills is that ok", True),
+    # …and statements whose words could open one.
+    ("im going to do it tonight", False), ("my brother is there for me", False),
+    ("i wanna try a month off to see what happens", False), ("my son thinks this is it for him", False),
 ])
 def test_a_message_says_whether_it_asks_anything(message, asks):
     from app.core.answer_types import asks_anything

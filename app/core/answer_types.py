@@ -70,7 +70,15 @@ _PERSONAL = re.compile(r"\b(?:i|i'?m|im|i'?ve|ive|my|me|we|we'?re|our|us|he|he'?
 
 
 _RUN_ON_QUESTION = re.compile(r"\b(?:what|whats|how|which|who|where|when|why)\s+(?:does|do|is|are|was|were|can|"
-                              r"could|should|would|will|did|to)\b", re.IGNORECASE)
+                              r"could|should|would|will|did|to|now|next)\b|(?<!\bsee )\bwhat happens\b"
+                              # …or a yes/no question after what it is about: "he's hardly slept
+                              # for 3 nights is that a warning sign", "is there any hope for her".
+                              r"|(?:^|(?<!\bthat )(?<!\bthis )(?<!\bit )(?<!\bwhat )(?<!\bwhere )(?<!\bhow )"
+                              r"(?<!\bwho )(?<!\bwhether )(?<!\bif )(?<!\bhere ))"
+                              r"\b(?:(?:is|are|can|could|will|would|should|does|am)\s+(?:i|we|you|they|he|she|it|that|this)"
+                              r"|(?:is|are)\s+there(?!\s+(?:for|with|at|in|on|to|now|too|again|every|all)\b)"
+                              r"|(?:do|did)\s+(?:i|we|you|they|he|she))\s+\w",  # not "I'll do it tonight"
+                              re.IGNORECASE)
 
 
 def asks_anything(message: str) -> bool:
