@@ -521,6 +521,16 @@ def test_a_statement_gets_its_topic_and_the_question_it_leads_to_gets_the_card(m
     assert re.search(r"1 in 10", asked.answer) and "[S05]" in asked.answer, asked.answer
 
 
+def test_a_statement_a_card_was_written_for_gets_that_card(make_bot):
+    """A card may list a statement among its phrasings ("I'm exhausted from caring for my son"):
+    its authors vetted it as the reply to someone saying so, unlike a card for a question the
+    statement never asked (above)."""
+    bot = make_bot()
+    card = next(c for c in bot.services.cards.cards if "I'm exhausted from caring for my son" in c.questions)
+    trace = bot.ask(bot.new_thread(), "I'm so exhausted from caring for my son")
+    assert trace.card == card.id and trace.route == "answer", trace.answer
+
+
 def test_the_second_one_is_the_second_medicine_named(make_bot):
     """Was "not covered", with the list of every topic."""
     bot = make_bot()

@@ -214,10 +214,11 @@ class AnswerNodes:
                 if match is not None and _delivered(match.card, state):
                     match = None  # the card the conversation is about, not an answer to what it asks now
             if match is not None and not own_case and not screen.urgent \
-                    and not answer_types.asks_anything(screen.text):
+                    and not answer_types.asks_anything(screen.text) and answer_types.asks_anything(match.phrasing):
                 # "my mum was just diagnosed, im 15" asks nothing: not the answer to "will I get
                 # it?", nor a boundary reply to it, however close the words; what its topic is,
-                # and what to ask next.
+                # and what to ask next. A card written for a statement like it ("I'm exhausted
+                # from caring for my son") was vetted as the reply to saying so.
                 match = None
             if screen.urgent and not own_case and match is not None and match.card.kind != "answer":
                 # Someone unwell now hears how to get help first, not what we cannot do; and after
