@@ -531,6 +531,15 @@ def test_a_statement_a_card_was_written_for_gets_that_card(make_bot):
     assert trace.card == card.id and trace.route == "answer", trace.answer
 
 
+def test_news_of_a_diagnosis_gets_where_to_start_not_how_diagnosis_is_made(make_bot):
+    """"my boyfriend just got diagnosed" asks nothing: it got the overview of the source on how
+    diagnosis is made ("There is no single blood test…"), as if it had asked that."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "my boyfriend just got diagnosed with schizophrenia")
+    assert trace.card == "A106" and "hope" in trace.answer and "[S30]" in trace.answer, trace.answer
+    assert "blood test" not in trace.answer, trace.answer
+
+
 def test_the_second_one_is_the_second_medicine_named(make_bot):
     """Was "not covered", with the list of every topic."""
     bot = make_bot()
