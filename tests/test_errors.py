@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from app.cli.main import cli
 from app.core.config import Settings, setting_variables, unknown_variables
 from app.core.errors import ConfigError
-from tests.test_retrieval_index import small_kb, write_source
+from tests.test_retrieval_index import settings_for, small_kb, write_source
 
 
 def run(*args: str, env: dict[str, str] | None = None):
@@ -209,6 +209,30 @@ def test_a_corrupt_index_names_the_repair_and_rebuild_repairs_it(tmp_path, fast_
     assert "Removed the damaged index folder" in rebuilt.output and "added 5" in rebuilt.output
     again = run("kb", "index", env=env)
     assert again.exit_code == 0 and "unchanged 5" in again.output
+
+
+def test_an_index_another_process_is_writing_to_is_busy_not_damaged(tmp_path):
+    """SQLite's "database is locked" (as Chroma raises it while another connection writes) said
+    "Rebuild it", which would throw away the other writer's work: the index is busy, not damaged.
+    A write is tried again while the lock lasts."""
+    from app.retrieval.index import IndexBusy, _while_locked, reading_index
+
+    settings = settings_for(tmp_path, small_kb(tmp_path / "kb"))
+    with pytest.raises(IndexBusy) as raised, reading_index(settings):
+        raise RuntimeError("error returned from database: (code: 5) database is locked")
+    line = str(raised.value)
+    assert str(settings.index_dir) in line and "busy" in line and "rebuild" not in line.lower(), line
+    attempts = []
+
+    def write():
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise RuntimeError("database is locked")
+        return "written"
+
+    assert _while_locked(write) is None and len(attempts) == 3
+    with pytest.raises(RuntimeError, match="locked"):
+        _while_locked(lambda: (_ for _ in ()).throw(RuntimeError("database is locked")), retries=2)
 
 
 def test_rebuild_of_a_healthy_index_drops_only_its_collection(tmp_path, fast_services):

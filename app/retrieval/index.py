@@ -86,6 +86,15 @@ class IndexDamaged(CafbotError):
     """The index cannot be opened or read; the message names it and the repair command."""
 
 
+class IndexBusy(CafbotError):
+    """Another process holds the local index's write lock: nothing is damaged, and rebuilding
+    would throw away what that process is writing."""
+
+
+_LOCKED = "database is locked"  # SQLite's message when another connection holds the write lock
+LOCK_RETRIES = 5
+
+
 @contextmanager
 def reading_index(settings: Settings) -> Iterator[None]:
     """Chroma's own errors (a damaged SQLite file or vector segment, an unreadable folder, a server
@@ -95,6 +104,9 @@ def reading_index(settings: Settings) -> Iterator[None]:
     except CafbotError:
         raise
     except Exception as error:
+        if _LOCKED in str(error) and not settings.retrieval.chroma_url:
+            raise IndexBusy(f"{settings.index_dir}: the search index is busy (another cafbot process is "
+                            "writing to it); try again in a moment.") from error
         reason = (str(error).strip().splitlines() or [""])[0][:200]
         reason = f"{type(error).__name__}: {reason}" if reason else type(error).__name__
         if settings.retrieval.chroma_url:
@@ -105,6 +117,19 @@ def reading_index(settings: Settings) -> Iterator[None]:
         raise IndexDamaged(
             f"{settings.index_dir}: the search index cannot be opened or read ({reason}). "
             f"Rebuild it with `{REBUILD_COMMAND}`.") from error
+
+
+def _while_locked(write, retries: int = LOCK_RETRIES) -> None:
+    """A write to the local index, tried again while another connection holds SQLite's lock (a
+    second process opening the same index, or Chroma's own background flush)."""
+    for attempt in range(retries):
+        try:
+            write()
+            return
+        except Exception as error:
+            if _LOCKED not in str(error) or attempt == retries - 1:
+                raise
+            time.sleep(0.1 * 2 ** attempt)
 
 
 def drop_index(settings: Settings, kb_path: Path, *, whole_folder: bool = False) -> str:
@@ -188,7 +213,7 @@ class ChunkIndex:
                 metadata={"knowledge_base": str(kb.path.resolve())[-500:], "model": self.embedder.name},
             )
             if _ef_search(self.collection) < _EF_SEARCH:  # an index built before it was raised
-                self.collection.modify(configuration={"hnsw": {"ef_search": _EF_SEARCH}})
+                _while_locked(lambda: self.collection.modify(configuration={"hnsw": {"ef_search": _EF_SEARCH}}))
         self._build_bm25()
 
     # -- building ----------------------------------------------------------------------------
