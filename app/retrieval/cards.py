@@ -104,14 +104,16 @@ class CardMatcher:
         The kind is read from words like "stop", which the topic may not be about: when the
         question speaks of no medicine and names the topic of the nearest boundary card
         (`topics`, by keyword) but not that of the kind's card, the nearest answers ("should we
-        stop him smoking weed?" is about cannabis, not stopping medicine)."""
+        stop him smoking weed?" is about cannabis, not stopping medicine), and when no boundary card
+        is about what it names, none is (the reply is composed from what retrieval found)."""
         serving = [i for i, owner in enumerate(self._owners) if request and request in owner.requests]
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
         nearest = self._nearest_boundary(similarities)
-        if nearest is not None and not mentions_medicine(question) and set(self._owners[nearest].sources) & set(topics) \
-                and not set(self._owners[best].sources) & set(topics):
+        if topics and not mentions_medicine(question) and not set(self._owners[best].sources) & set(topics):
+            if nearest is None or not set(self._owners[nearest].sources) & set(topics):
+                return None  # "will the DVLA take my licence?" is about driving, whatever "will … me" reads as
             best = nearest
         verbatim = int(np.argmax(similarities))
         if similarities[verbatim] >= settings.card_threshold and self._owners[verbatim] is not self._owners[best] \
