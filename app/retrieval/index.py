@@ -14,7 +14,7 @@ import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
@@ -119,7 +119,7 @@ def reading_index(settings: Settings) -> Iterator[None]:
             f"Rebuild it with `{REBUILD_COMMAND}`.") from error
 
 
-def _while_locked(write, retries: int = LOCK_RETRIES) -> None:
+def _while_locked(write: Callable[[], object], retries: int = LOCK_RETRIES) -> None:
     """A write to the local index, tried again while another connection holds SQLite's lock (a
     second process opening the same index, or Chroma's own background flush)."""
     for attempt in range(retries):
