@@ -59,6 +59,7 @@ eval: $(VENV)/.installed-runtime artefacts
 	$(BIN)/cafbot eval answers scenarios/answers/dev.jsonl --json .cafbot/answers_dev.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev2.jsonl --json .cafbot/answers_dev2.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev3.jsonl --json .cafbot/answers_dev3.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev4.jsonl --json .cafbot/answers_dev4.json
 	$(BIN)/cafbot eval answers scenarios/answers/holdout.jsonl --json .cafbot/answers_holdout.json
 
 # The README's screenshots, taken by the browser test (needs Debian's chromium).

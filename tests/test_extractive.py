@@ -72,6 +72,24 @@ def test_an_item_s_later_sentences_follow_its_list_and_lean_on_it():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("question", "introduces", "listed"), [
+    ("What sort of things can set off a relapse?", "Some things make relapse more likely.",
+     "Common triggers are: stopping or missing medicine"),
+    ("what goes in a relapse plan?", "A relapse prevention plan is a written plan",
+     "It usually includes: your early warning signs"),
+])
+def test_a_sentence_quoted_brings_the_list_it_introduces(embedder, knowledge_base, question, introduces, listed):
+    """Not only the lead: any sentence the next passage's list goes on from says little without
+    it ("Some things make relapse more likely." and then nothing of what they are)."""
+    source = knowledge_base.get("S07")
+    relapse = SourceText(id=source.id, title=source.title, text=source.body)
+    answer = compose_extractive_answer([question], [relapse], embedder.encode)
+    assert introduces in answer, answer
+    assert listed in answer, answer
+    assert answer.index(listed) > answer.index(introduces), answer
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("question", "instruction"), [
     ("my husband is on clozapine and he has had a high temperature and a sore throat since this morning, is that bad?",
      "Tell your team straight away about signs of infection"),

@@ -488,6 +488,12 @@ def pick_sentences(
         text = passage.text if forced else items_asked(index)
         chosen[key] = Picked(source_id, passage.position, text, float(combined[index]), passage.leans_back,
                              bool(passage.items))
+        # A sentence that the next passage's list goes on from says little without it ("Some things
+        # make relapse more likely." before "Common triggers are: …").
+        following = index_of.get((source_id, passage.position + 1))
+        if not passage.is_list and following is not None and pool[following][2].is_list \
+                and pool[following][2].section == passage.section and len(chosen) < max_sentences:
+            take(following, forced=True)
 
     for scores in scored_parts:  # one sentence per part first, so no part goes unanswered
         take(int(np.argmax(scores)))

@@ -91,8 +91,12 @@ class IndexBusy(CafbotError):
     would throw away what that process is writing."""
 
 
-_LOCKED = "database is locked"  # SQLite's message when another connection holds the write lock
 LOCK_RETRIES = 5
+
+
+def _is_locked(error: Exception) -> bool:
+    """SQLite's refusal while another connection holds the write lock."""
+    return "database is locked" in str(error)
 
 
 @contextmanager
@@ -104,7 +108,7 @@ def reading_index(settings: Settings) -> Iterator[None]:
     except CafbotError:
         raise
     except Exception as error:
-        if _LOCKED in str(error) and not settings.retrieval.chroma_url:
+        if _is_locked(error) and not settings.retrieval.chroma_url:
             raise IndexBusy(f"{settings.index_dir}: the search index is busy (another cafbot process is "
                             "writing to it); try again in a moment.") from error
         reason = (str(error).strip().splitlines() or [""])[0][:200]
@@ -127,7 +131,7 @@ def _while_locked(write: Callable[[], object], retries: int = LOCK_RETRIES) -> N
             write()
             return
         except Exception as error:
-            if _LOCKED not in str(error) or attempt == retries - 1:
+            if not _is_locked(error) or attempt == retries - 1:
                 raise
             time.sleep(0.1 * 2 ** attempt)
 
