@@ -531,6 +531,20 @@ def test_a_statement_a_card_was_written_for_gets_that_card(make_bot):
     assert trace.card == card.id and trace.route == "answer", trace.answer
 
 
+@pytest.mark.parametrize(("message", "phrasing"), [
+    ("i have schizophrenia", "I was diagnosed with schizophrenia last month"),
+    ("im exhausted looking after my dad", "im exhausted looking after my mum and feel guilty taking time for me"),
+])
+def test_a_statement_gets_the_clearly_nearest_card_written_for_one_like_it(make_bot, message, phrasing):
+    """Not as close as a question's card must be: "i have schizophrenia" got the overview of the
+    source on drugs and alcohol, the first of three that tied."""
+    bot = make_bot()
+    card = next(c for c in bot.services.cards.cards if phrasing in c.questions)
+    trace = bot.ask(bot.new_thread(), message)
+    assert trace.card == card.id and trace.route == "answer", trace.answer
+    assert "[S20]" not in trace.answer, trace.answer
+
+
 def test_news_of_a_diagnosis_gets_where_to_start_not_how_diagnosis_is_made(make_bot):
     """"my boyfriend just got diagnosed" asks nothing: it got the overview of the source on how
     diagnosis is made ("There is no single blood test…"), as if it had asked that."""

@@ -9,6 +9,7 @@ is chosen per call, not per chatbot.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -214,12 +215,15 @@ class AnswerNodes:
                 if match is not None and _delivered(match.card, state):
                     match = None  # the card the conversation is about, not an answer to what it asks now
             if match is not None and not own_case and not screen.urgent \
-                    and not answer_types.asks_anything(screen.text) and answer_types.asks_anything(match.phrasing):
+                    and not answer_types.asks_anything(screen.text):
                 # "my mum was just diagnosed, im 15" asks nothing: not the answer to "will I get
                 # it?", nor a boundary reply to it, however close the words; what its topic is,
                 # and what to ask next. A card written for a statement like it ("I'm exhausted
-                # from caring for my son") was vetted as the reply to saying so.
-                match = None
+                # from caring for my son") was vetted as the reply to saying so, and is given when
+                # it is the clearly nearest card, if not as close as a question's card must be
+                # ("i have schizophrenia" and "I was diagnosed with schizophrenia last month").
+                match = None if answer_types.asks_anything(match.phrasing) \
+                    else dataclasses.replace(match, confident=True)
             if screen.urgent and not own_case and match is not None and match.card.kind != "answer":
                 # Someone unwell now hears how to get help first, not what we cannot do; and after
                 # it what the sources say of the situation, not the lead alone.
