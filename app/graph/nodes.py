@@ -221,9 +221,12 @@ class AnswerNodes:
                 # and what to ask next. A card written for a statement like it ("I'm exhausted
                 # from caring for my son") was vetted as the reply to saying so, and is given when
                 # it is the clearly nearest card, if not as close as a question's card must be
-                # ("i have schizophrenia" and "I was diagnosed with schizophrenia last month").
-                match = None if answer_types.asks_anything(match.phrasing) \
-                    else dataclasses.replace(match, confident=True)
+                # ("i have schizophrenia" and "I was diagnosed with schizophrenia last month"); a
+                # boundary card only as close, as it answers requests the screen did not read here.
+                if answer_types.asks_anything(match.phrasing):
+                    match = None
+                elif match.card.kind == "answer":
+                    match = dataclasses.replace(match, confident=True)
             if screen.urgent and not own_case and match is not None and match.card.kind != "answer":
                 # Someone unwell now hears how to get help first, not what we cannot do; and after
                 # it what the sources say of the situation, not the lead alone.
