@@ -554,6 +554,30 @@ def test_news_of_a_diagnosis_gets_where_to_start_not_how_diagnosis_is_made(make_
     assert "blood test" not in trace.answer, trace.answer
 
 
+def test_saying_something_nothing_covers_is_not_told_it_is_not_covered(make_bot):
+    """"my dad has it" asks nothing the knowledge base fails to cover: it got "my information
+    doesn't cover that" and the list of every topic. Now what could be asked. (After "what is
+    schizophrenia?" it is read with that, and gets the card on where to start after a diagnosis.)"""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "my dad has it")
+    assert trace.route == "no_match" and "doesn't cover" not in trace.answer, trace.answer
+    examples = re.findall(r"^- (.+)$", trace.answer, re.MULTILINE)
+    headlines = {s.questions[0] for s in bot.services.identifier.knowledge_base if s.questions}
+    assert len(examples) == 3 and set(examples) <= headlines, trace.answer
+    asked = bot.ask(bot.new_thread(), "what's the best recipe for banana bread with walnuts")
+    assert "doesn't cover" in asked.answer, asked.answer  # a question nothing covers still hears so
+
+
+def test_a_menu_of_one_source_is_that_source_s_answer(make_bot):
+    """"what treatments are there" has one word of its own, too few to be sure of the topic's side,
+    so it was capped at "did you mean" - with one choice, the overview of treatment."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "what treatments are there")
+    assert trace.route == "answer" and "[S08]" in trace.answer, trace.answer
+    several = bot.ask(bot.new_thread(), "medication")  # medicines, taking them, their side effects
+    assert several.route == "clarify" and len(re.findall(r"^\d\. ", several.answer, re.MULTILINE)) >= 2
+
+
 def test_the_second_one_is_the_second_medicine_named(make_bot):
     """Was "not covered", with the list of every topic."""
     bot = make_bot()

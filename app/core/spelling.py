@@ -41,13 +41,22 @@ SOUNDS_CUTOFF = 0.5  # a word that sounds the same must still share this much of
 # base does not name is not one it does).
 LONG_WORD = 10
 LONG_CUTOFF = 0.7
+# Texting forms the `contractions` package leaves alone, as patients and carers type them. "hes"
+# is the commonest ("hes put on loads of weight" found no source; "he's" found the right one).
+# Only forms with one reading here: not "ill" (i'll), "its", "were", "well", "probs" (problems?).
+_TEXTING = {
+    "hes": "he is", "pls": "please", "plz": "please", "coz": "because", "cos": "because", "cuz": "because",
+    "bcos": "because", "becuz": "because", "thru": "through", "wat": "what", "wot": "what", "shud": "should",
+    "wud": "would", "cud": "could", "nite": "night", "bf": "boyfriend", "gf": "girlfriend", "dr": "doctor",
+    "drs": "doctors", "appt": "appointment", "hosp": "hospital",
+}
 
 
 @cache
 def written_out(word: str) -> str:
     """A texting form or a contraction without its apostrophe, written out ("wont" -> "will not");
     any other word as it is."""
-    return contractions.fix(word, leftovers=False, slang=True)
+    return _TEXTING.get(word) or contractions.fix(word, leftovers=False, slang=True)
 
 
 def is_english_word(word: str) -> bool:

@@ -58,6 +58,9 @@ from judges.local.crisis import answerable_emergency, latest_crisis_kind
 from judges.schema import DraftContext
 
 # The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
+# How sure retrieval must be of a source, however short of covering a message, to offer its
+# question to someone who asked nothing (below it the ranking is noise: "my dad has it").
+RELATED_FROM = 0.02
 _SOMEONE_ELSE_IN_DANGER = frozenset(["third_person", "third_person_risk", "third_person_danger", "missing_person"])
 _ANOTHER_PERSON = re.compile(
     r"\b(?:he|she|him|his|her|hers|he'?s|she'?s|hes|shes)\b|\b(?:my|our)\s+(?:\w+\s+){0,2}?(?:son|daughter|child|"
@@ -602,13 +605,29 @@ class AnswerNodes:
     def _not_covered(self, state: ChatState) -> str:
         """"Not covered", with who can help. In a conversation, about what it is about ("is it
         permanent?" after NMS: what we have on side effects does not say); otherwise with the
-        topics we cover, listed in full once per conversation."""
+        topics we cover, listed in full once per conversation. Someone who only told us something
+        ("my sister got diagnosed yesterday") asked nothing we failed to cover: they hear what
+        they could ask, nearest what they said first."""
         if state["identification"].context and (last := self._last_answer_sources(state)):
             return reply("no_match_in_topic", titles=" and ".join(f'"{c.title}"' for c in last[:2]))
+        screen = state["screen"]
+        if not screen.urgent and not answer_types.asks_anything(screen.text):
+            examples = self._questions_near(screen.text, {m.lower() for m in _said(state, HumanMessage)})
+            return reply("statement_not_covered", examples="\n".join(f"- {q}" for q in examples))
         listed = reply("no_match", topics=topics_list(self.services.topic_titles()))
         if any(listed in said for said in _said(state, AIMessage)):
             return reply("no_match_again")
         return listed
+
+    def _questions_near(self, text: str, asked: set[str], count: int = 3) -> list[str]:
+        """Up to `count` headline questions (each source's first) not yet asked: of the sources
+        retrieval ranks nearest `text`, however unsure, then the knowledge base's core topics."""
+        identifier = self.services.identifier
+        near = [sid for sid, confidence in identifier.score([text])[0] if confidence >= RELATED_FROM]
+        ordered = dict.fromkeys([*near, *(source.id for source in identifier.knowledge_base)])
+        questions = [source.questions[0] for sid in ordered
+                     if (source := identifier.knowledge_base.get(sid)) is not None and source.questions]
+        return [q for q in questions if q.lower() not in asked][:count]
 
     # -- delivery ----------------------------------------------------------------------------
     @timed("respond")

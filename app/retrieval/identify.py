@@ -72,6 +72,7 @@ class SourceIdentifier:
         started = time.perf_counter()
         r = self.settings.retrieval
         used_context = ""
+        sure: set[str] = set()  # clear sources held back for want of words (see the cap below)
         parts = split_parts(question, min_words=r.min_part_words, max_parts=r.max_parts) or [question]
         calls: list[ModelCall] = []
         llm = self._ask_llm(question, calls) if self.chooser and r.strategy != "retrieval" else None
@@ -100,11 +101,16 @@ class SourceIdentifier:
                 # Too little said to be sure which side of the topic is wanted: at most a "did
                 # you mean" ("olanzapine?"). "What is olanzapine?" says it: a definition.
                 cap = r.clear_threshold - 1e-6
+                sure = {sid for s in scored for sid, conf in s if conf >= r.clear_threshold}
                 scored = [[(sid, min(conf, cap)) for sid, conf in s] for s in scored]
         outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
         if outcome == "middling" and not used_context:
             candidates = self._plausible(question, candidates)
             outcome = "middling" if candidates else "none"
+            if len(candidates) == 1 and candidates[0].source_id in sure:
+                # A menu of one offers no choice: the one source it could be, and was clearly, is
+                # answered ("what treatments are there", one word of its own).
+                outcome = "clear"
         if outcome == "middling" and used_context and candidates[0].source_id in last_sources:
             # A message that continues the conversation and reads likeliest as the source the
             # last answer drew on is about it ("can it be permanent?" after NMS): the conversation
