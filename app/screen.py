@@ -4,7 +4,8 @@
 Order matters: clean the message; the crisis screen (every language, before anything else, with
 a screener LLM's second look where tier 0 was unsure); then the "English only" notice; then a
 follow-up to the conversation so far ("tell me more", "why?"), small talk ("hi", "thanks") or a
-question for the knowledge base.
+question for the knowledge base; for a question, where the learned layer was unsure, the screener
+LLM decides whether it asks about a particular person's own case.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from app.input import clean_message
 from judges.crisis_screen import needs_second_look, second_look
 from judges.local import Resources
 from judges.local.crisis import Assessment, assess
+from judges.request_screen import needs_request_look, request_look
 
 SMALL_TALK_FROM = 0.5  # the learned layer's small-talk probability from which a message is small talk
 FOLLOW_UP_MAX_WORDS = 8
@@ -76,7 +78,8 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.crisis_kind = found.crisis_kind
     screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
-    if _context_then_request(found, cleaned.text, earlier, resources):
+    by_context = _context_then_request(found, cleaned.text, earlier, resources)
+    if by_context:
         screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
     if after_crisis and previous is not None and previous.crisis_unsure and not crisis \
             and found.small_talk < SMALL_TALK_FROM and asks_anything(cleaned.text):
@@ -106,6 +109,16 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
         screen.follow_up = True
     elif found.small_talk >= SMALL_TALK_FROM:
         screen.route = "small_talk"
+    elif screener is not None and llm_allowed and not by_context \
+            and needs_request_look(found, settings.caf.llm_request_screen):
+        # The screener reads the message alone: a request made over two messages stays one.
+        own_case, reason, call = request_look(screener, cleaned.text, deadline)
+        if call is not None:
+            result.model_calls.append(call)
+        if own_case is None:
+            result.errors.append(reason)  # tier 0's reading stands
+        else:
+            screen.personal_advice = own_case
     return result
 
 

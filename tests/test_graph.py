@@ -251,6 +251,50 @@ def test_the_screener_llm_may_clear_only_an_unsure_flag_of_the_learned_layer(mak
     assert kept.route == "crisis" and screener.llm.prompts == []  # a confident flag is not even asked
 
 
+def request_screener(answer) -> RoleClient:
+    reply = answer if isinstance(answer, BaseException) else {"own_case": answer, "reason": "scripted"}
+    return RoleClient("screener", "scripted-screener", ScriptedChatModel(respond=lambda messages: reply))
+
+
+def reading_personal(probability: float):
+    from judges.local.screen_model import Reading
+
+    return Reading(crisis=0.0, small_talk=0.0, threshold=0.5, confident=0.75, second_look=0.25,
+                   personal=probability, personal_threshold=0.35)
+
+
+def test_the_screener_llm_decides_a_request_the_learned_layer_was_unsure_of(make_bot, monkeypatch):
+    """Either way: a request it missed just below its line is a request, a general question it
+    flagged just above is answered. A failed call leaves its reading, and says so."""
+    bot = make_bot(chat=scripted_chat("Depots are injections given every few weeks [S10]."))
+    model = bot.services.resources.screen_model
+    monkeypatch.setattr(model, "read", lambda _text: reading_personal(0.3))
+    bot.services.crisis_screener = request_screener(True)
+    missed = bot.ask(bot.new_thread(), "should he be on a depot by now?")
+    assert missed.route == "boundary", missed.answer
+    assert [c.purpose for c in missed.model_calls][:1] == ["tier1:request_input"]
+    monkeypatch.setattr(model, "read", lambda _text: reading_personal(0.45))
+    bot.services.crisis_screener = request_screener(False)
+    cleared = bot.ask(bot.new_thread(), "How often is a depot given?")  # a new text: readings are remembered
+    assert cleared.route == "answer" and "[S10]" in cleared.answer, cleared.answer
+    bot.services.crisis_screener = request_screener(TimeoutError("timed out"))
+    failed = bot.ask(bot.new_thread(), "What is a depot injection?")
+    assert failed.route == "boundary" and any("request screen failed" in e for e in failed.errors)
+
+
+def test_a_request_the_learned_layer_is_sure_of_costs_no_request_screen_call(make_bot, monkeypatch):
+    bot = make_bot(chat=scripted_chat("Depots are injections [S10]."))
+    monkeypatch.setattr(bot.services.resources.screen_model, "read", lambda _text: reading_personal(0.9))
+    screener = request_screener(False)
+    bot.services.crisis_screener = screener
+    trace = bot.ask(bot.new_thread(), "what depot dose should I be on?")
+    assert trace.route == "boundary" and screener.llm.prompts == []
+    off = make_bot(caf={"llm_request_screen": "off"})
+    monkeypatch.setattr(off.services.resources.screen_model, "read", lambda _text: reading_personal(0.3))
+    off.services.crisis_screener = screener
+    assert off.ask(off.new_thread(), "should she be on a depot?").route == "answer" and screener.llm.prompts == []
+
+
 @pytest.mark.parametrize(("question", "safety_fact"), [
     ("Should I stop my meds?", r"(stop|stopping).{0,40}(suddenly|on your own)"),
     ("what dose should I take?", r"(change or stop|on your own|prescriber)"),

@@ -61,6 +61,15 @@ def test_structured_verdict_through_function_calling(llama_settings):
     assert call.ok and call.output_tokens > 0
 
 
+def test_the_input_screen_s_request_look_through_function_calling(llama_settings):
+    from judges.request_screen import request_look
+
+    own_case, reason, call = request_look(model_for("screener", llama_settings),
+                                          "should my brother be on a depot by now?")
+    assert call is not None and call.ok and call.purpose == "tier1:request_input", reason
+    assert isinstance(own_case, bool)
+
+
 def test_a_flagged_draft_runs_through_tiers_1_and_2_with_real_structured_outputs(llama_settings):
     from judges.cascade import Cascade, ask_llm_judge
     from judges.local import Resources

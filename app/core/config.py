@@ -210,6 +210,9 @@ class Caf(Record):
     # to a crisis, or a crisis only the learned layer saw, unsure), "always" (also every other
     # message), or "off". It may clear only that unsure learned flag, never a pattern's.
     llm_crisis_screen: Literal["uncertain", "always", "off"] = "uncertain"
+    # The same screener's decision, for a question the learned layer was unsure about, whether it
+    # asks about a particular person's own case (a boundary reply): "uncertain" or "off".
+    llm_request_screen: Literal["uncertain", "off"] = "uncertain"
 
 
 PROFILES: dict[str, dict[str, Any]] = {

@@ -1,0 +1,47 @@
+"""The input screen's second look at a message its learned layer was unsure about: does it ask
+about a particular person's own case (a boundary reply) or what is generally true (an answer)?
+Requests about a named relative's case are the learned layer's weakest kind, and its misses there
+and its false alarms on general questions framed by a relative sit near its threshold."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from app.core.errors import ModelError
+from app.core.models import Deadline, RoleClient, call_structured
+from app.core.records import ModelCall
+from judges.local.crisis import Assessment
+
+PROMPT = Path(__file__).with_name("prompts") / "request_screen.md"
+
+
+class RequestVerdict(BaseModel):
+    own_case: bool = Field(description="true if it asks for a decision or judgement about one particular person's case")
+    reason: str = Field(default="", description="one short sentence")
+
+
+@cache
+def _prompt() -> str:
+    return PROMPT.read_text(encoding="utf-8")
+
+
+def needs_request_look(tier0: Assessment, mode: str) -> bool:
+    """"uncertain": the learned layer's request probability was near its threshold, either side."""
+    return mode != "off" and not tier0.crisis and tier0.personal_unsure
+
+
+def request_look(client: RoleClient, text: str,
+                 deadline: Deadline | None = None) -> tuple[bool | None, str, ModelCall | None]:
+    """(about one person's own case?, reason, the call); None for a failed call, whose reason says
+    that tier 0's reading stands."""
+    try:
+        verdict, call = call_structured(
+            client, RequestVerdict, [SystemMessage(_prompt()), HumanMessage(f"Message:\n<<<\n{text}\n>>>")],
+            purpose="tier1:request_input", deadline=deadline)
+    except ModelError as error:
+        return None, f"request screen failed ({error.reason}); tier 0's reading stands", error.call
+    return verdict.own_case, verdict.reason, call
