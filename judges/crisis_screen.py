@@ -5,28 +5,17 @@ by a language or pattern hit, or by the learned layer with confidence, is never 
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
-from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from app.core.errors import ModelError
-from app.core.models import Deadline, RoleClient, call_structured
+from app.core.models import Deadline, RoleClient
 from app.core.records import ModelCall
 from judges.local.crisis import Assessment
-
-PROMPT = Path(__file__).with_name("prompts") / "crisis_screen.md"
+from judges.screener_call import ask_about_message
 
 
 class CrisisVerdict(BaseModel):
     crisis: bool = Field(description="true if someone may be in danger now")
     reason: str = Field(default="", description="one short sentence")
-
-
-@cache
-def _prompt() -> str:
-    return PROMPT.read_text(encoding="utf-8")
 
 
 def needs_second_look(tier0: Assessment, mode: str) -> bool:
@@ -40,10 +29,8 @@ def needs_second_look(tier0: Assessment, mode: str) -> bool:
 def second_look(client: RoleClient, text: str,
                 deadline: Deadline | None = None) -> tuple[bool, str, ModelCall | None]:
     """(crisis?, reason, the call). A failed call keeps tier 0's answer and says so in the reason."""
-    try:
-        verdict, call = call_structured(
-            client, CrisisVerdict, [SystemMessage(_prompt()), HumanMessage(f"Message:\n<<<\n{text}\n>>>")],
-            purpose="tier1:crisis_input", deadline=deadline)
-    except ModelError as error:
-        return False, f"crisis screen failed ({error.reason}); tier 0's answer stands", error.call
+    verdict, failure, call = ask_about_message(client, CrisisVerdict, "crisis_screen.md", text,
+                                               "tier1:crisis_input", deadline)
+    if verdict is None:
+        return False, f"crisis screen failed ({failure}); tier 0's answer stands", call
     return verdict.crisis, verdict.reason, call

@@ -5,28 +5,17 @@ and its false alarms on general questions framed by a relative sit near its thre
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
-from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from app.core.errors import ModelError
-from app.core.models import Deadline, RoleClient, call_structured
+from app.core.models import Deadline, RoleClient
 from app.core.records import ModelCall
 from judges.local.crisis import Assessment
-
-PROMPT = Path(__file__).with_name("prompts") / "request_screen.md"
+from judges.screener_call import ask_about_message
 
 
 class RequestVerdict(BaseModel):
     own_case: bool = Field(description="true if it asks for a decision or judgement about one particular person's case")
     reason: str = Field(default="", description="one short sentence")
-
-
-@cache
-def _prompt() -> str:
-    return PROMPT.read_text(encoding="utf-8")
 
 
 def needs_request_look(tier0: Assessment, mode: str) -> bool:
@@ -38,10 +27,8 @@ def request_look(client: RoleClient, text: str,
                  deadline: Deadline | None = None) -> tuple[bool | None, str, ModelCall | None]:
     """(about one person's own case?, reason, the call); None for a failed call, whose reason says
     that tier 0's reading stands."""
-    try:
-        verdict, call = call_structured(
-            client, RequestVerdict, [SystemMessage(_prompt()), HumanMessage(f"Message:\n<<<\n{text}\n>>>")],
-            purpose="tier1:request_input", deadline=deadline)
-    except ModelError as error:
-        return None, f"request screen failed ({error.reason}); tier 0's reading stands", error.call
+    verdict, failure, call = ask_about_message(client, RequestVerdict, "request_screen.md", text,
+                                               "tier1:request_input", deadline)
+    if verdict is None:
+        return None, f"request screen failed ({failure}); tier 0's reading stands", call
     return verdict.own_case, verdict.reason, call
