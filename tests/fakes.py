@@ -60,8 +60,7 @@ class KeywordIdentifier:
     def identify(self, question: str, context: str = "", own_topic: bool | None = None, referred: bool = False,
                  last_sources: Collection[str] = ()) -> Identification:
         started = time.perf_counter()
-        asked = _stems(question)
-        scored = sorted(((len(asked & stems), sid) for sid, stems in self._stems.items()), reverse=True)
+        scored = self._hits(question)
         best = scored[0][0] if scored else 0
         outcome = "clear" if best >= 2 else "middling" if best == 1 else "none"
         candidates = [Candidate(source_id=sid, title=self.knowledge_base.get(sid).title,
@@ -69,6 +68,13 @@ class KeywordIdentifier:
                       for hits, sid in scored[:3] if hits]
         return Identification(outcome=outcome, candidates=candidates, parts=[question],
                               latency_ms=(time.perf_counter() - started) * 1000)
+
+    def _hits(self, text: str) -> list[tuple[int, str]]:
+        asked = _stems(text)
+        return sorted(((len(asked & stems), sid) for sid, stems in self._stems.items()), reverse=True)
+
+    def score(self, texts: list[str]) -> list[list[tuple[str, float]]]:
+        return [[(sid, min(1.0, hits / 4)) for hits, sid in self._hits(text)] for text in texts]
 
     def names_own_topic(self, question: str) -> bool:
         return False

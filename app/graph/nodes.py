@@ -57,10 +57,10 @@ from app.small_talk import about_this_chat, small_talk_reply
 from judges.local.crisis import answerable_emergency, latest_crisis_kind
 from judges.schema import DraftContext
 
-# The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
 # How sure retrieval must be of a source, however short of covering a message, to offer its
 # question to someone who asked nothing (below it the ranking is noise: "my dad has it").
 RELATED_FROM = 0.02
+# The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
 _SOMEONE_ELSE_IN_DANGER = frozenset(["third_person", "third_person_risk", "third_person_danger", "missing_person"])
 _ANOTHER_PERSON = re.compile(
     r"\b(?:he|she|him|his|her|hers|he'?s|she'?s|hes|shes)\b|\b(?:my|our)\s+(?:\w+\s+){0,2}?(?:son|daughter|child|"

@@ -33,6 +33,8 @@ class Identifier(Protocol):
 
     def correct_spelling(self, text: str) -> str: ...
 
+    def score(self, texts: list[str]) -> list[list[tuple[str, float]]]: ...
+
 
 @dataclass
 class Services:
