@@ -140,11 +140,13 @@ def _assess(text: str, res: Resources) -> Assessment:
                           split_sentences(text) or [text], small_talk=reading.small_talk,
                           crisis_kind=reading.crisis_kind,
                           clearable=reading.crisis < reading.confident)
+    personal = reading.personal >= reading.personal_threshold
     return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english,
                       small_talk_kind=reading.small_talk_kind, boundary_kind=reading.boundary_kind,
-                      crisis_kind=reading.crisis_kind,
-                      personal_advice=reading.personal >= reading.personal_threshold,
-                      urgent=reading.urgent >= reading.urgent_threshold,
+                      crisis_kind=reading.crisis_kind, personal_advice=personal,
+                      # A request whose likeliest kind is someone unwell now is urgent, though its
+                      # share of the request's probability may not reach the urgent line alone.
+                      urgent=reading.urgent >= reading.urgent_threshold or (personal and reading.boundary_kind == "urgent"),
                       uncertain=reading.crisis >= reading.second_look,
                       personal_unsure=abs(reading.personal - reading.personal_threshold) < PERSONAL_UNSURE)
 
