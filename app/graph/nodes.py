@@ -577,8 +577,7 @@ class AnswerNodes:
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:
         trace = state["trace"].model_copy(update={"generator": "fixed", "route": "small_talk"})
-        asked = {m.lower() for m in _said(state, HumanMessage)}
-        questions = [source.questions[0] for source in self.services.identifier.knowledge_base if source.questions]
+        asked, questions = _asked(state), list(self._headline_questions().values())
         screen = state["screen"]
         if reminder := self.crisis_reminder(state):
             # "ok" soon after someone said they or another were in danger: not example questions.
@@ -612,7 +611,7 @@ class AnswerNodes:
             return reply("no_match_in_topic", titles=" and ".join(f'"{c.title}"' for c in last[:2]))
         screen = state["screen"]
         if not screen.urgent and not answer_types.asks_anything(screen.text):
-            examples = self._questions_near(screen.text, {m.lower() for m in _said(state, HumanMessage)})
+            examples = self._questions_near(screen.text, _asked(state))
             return reply("statement_not_covered", examples="\n".join(f"- {q}" for q in examples))
         listed = reply("no_match", topics=topics_list(self.services.topic_titles()))
         if any(listed in said for said in _said(state, AIMessage)):
@@ -622,12 +621,17 @@ class AnswerNodes:
     def _questions_near(self, text: str, asked: set[str], count: int = 3) -> list[str]:
         """Up to `count` headline questions (each source's first) not yet asked: of the sources
         retrieval ranks nearest `text`, however unsure, then the knowledge base's core topics."""
-        identifier = self.services.identifier
-        near = [sid for sid, confidence in identifier.score([text])[0] if confidence >= RELATED_FROM]
-        ordered = dict.fromkeys([*near, *(source.id for source in identifier.knowledge_base)])
-        questions = [source.questions[0] for sid in ordered
-                     if (source := identifier.knowledge_base.get(sid)) is not None and source.questions]
+        headlines = self._headline_questions()
+        near = [sid for sid, confidence in self.services.identifier.score([text])[0]
+                if confidence >= RELATED_FROM and sid in headlines]
+        questions = [headlines[sid] for sid in dict.fromkeys([*near, *headlines])]
         return [q for q in questions if q.lower() not in asked][:count]
+
+    def _headline_questions(self) -> dict[str, str]:
+        """Each source's headline question (the first of its `questions:`), in the knowledge
+        base's order: the examples small talk and a statement nothing covers offer."""
+        return {source.id: source.questions[0] for source in self.services.identifier.knowledge_base
+                if source.questions}
 
     # -- delivery ----------------------------------------------------------------------------
     @timed("respond")
@@ -659,6 +663,11 @@ def _route(identification: Identification, screen: InputScreen, match: CardMatch
     if _own_case(screen) or (match is not None and match.confident and match.card.kind == "boundary"):
         return "boundary"
     return "answer"
+
+
+def _asked(state: ChatState) -> set[str]:
+    """What the user has said in this conversation, lower-cased: questions not to offer again."""
+    return {m.lower() for m in _said(state, HumanMessage)}
 
 
 def _delivered(card: AnswerCard, state: ChatState) -> bool:
