@@ -296,7 +296,8 @@ def test_a_request_the_learned_layer_is_sure_of_costs_no_request_screen_call(mak
 
 
 @pytest.mark.parametrize(("question", "safety_fact"), [
-    ("Should I stop my meds?", r"(stop|stopping).{0,40}(suddenly|on your own)"),
+    ("Should I stop my meds?", r"never change or stop an antipsychotic on your own"),
+    ("is it ok to quit my antipsychotic now that im better", r"never change or stop an antipsychotic on your own"),
     ("what dose should I take?", r"(change or stop|on your own|prescriber)"),
     ("do I have schizophrenia?", r"(assessment|diagnosis is made)"),
     ("will you be my therapist?", r"(CBT|talking therapy)"),
@@ -844,6 +845,32 @@ def test_a_boundary_reply_also_says_what_the_source_on_the_request_s_topic_says(
     card = next(c for c in bot.services.cards.cards if c.id == trace.card)
     assert trace.route == "boundary" and card.kind == "boundary" and topic not in card.sources
     assert trace.answer.startswith(card.body) and fact in trace.answer and topic in trace.citations, trace.answer
+
+
+def test_a_boundary_reply_says_what_its_own_source_says_of_the_reason_the_request_gives(make_bot):
+    """The side-effects card cites the side-effects source but never says "dizziness"; the
+    request gives it as its reason, so the source's item on it follows the card, alone of its
+    list, cited."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "since they raised my olanzapine i go dizzy whenever i get up, "
+                                      "can i go back to the lower dose?")
+    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+    assert trace.route == "boundary" and card.kind == "boundary" and "dizz" not in card.body.lower(), trace.answer
+    body, added = trace.answer.split("\n\n")
+    assert body == card.body
+    assert re.fullmatch(r"[^.;]*: dizziness: [^;]*\. \[S12\]", added), added
+
+
+def test_a_request_that_refers_back_to_a_medicine_is_about_that_medicine_whatever_else_it_names(make_bot):
+    """"dopamine" is a keyword of the medicines source, which no boundary card cites; "it" is the
+    aripiprazole the conversation named, so the request to stop gets the stopping card."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "how does aripiprazole work")
+    trace = bot.ask(thread, "so if it just calms the dopamine can i stop taking it once im better")
+    card = next((c for c in bot.services.cards.cards if c.id == trace.card), None)
+    assert trace.route == "boundary" and card is not None and "stop_or_reduce" in card.requests, trace.answer
+    assert "Never change or stop an antipsychotic on your own" in trace.answer
 
 
 def test_a_boundary_reply_adds_nothing_from_a_source_whose_topic_the_request_does_not_name(make_bot):

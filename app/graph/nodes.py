@@ -41,8 +41,8 @@ from app.generation.extractive import (
     compose_extractive_answer,
     leaning_run,
     overview,
+    passages,
     pick_sentences,
-    source_sentences,
 )
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
@@ -207,7 +207,11 @@ class AnswerNodes:
             own_case = _own_case(screen)  # whose case and what is asked: read once for the checks below
             # The sources whose own keywords the message says: what a request is about, whatever
             # kind of request its other words make it ("should we stop him smoking weed?").
-            said = self._sources_named(text) if own_case else set()
+            # A request that refers back to the medicine the conversation named ("can i just stop
+            # it" after olanzapine) is about that medicine, whatever else its words name ("if its
+            # just blocking dopamine").
+            about_medicine = refers_back(text) and mentions_medicine(" ".join(read_topic))
+            said = self._sources_named(text) if own_case and not about_medicine else set()
             match = self.services.cards.match(text, self.settings.retrieval, own_case=own_case,
                                               request=screen.boundary_kind, best_source=best, topics=said)
             if match is None and identification.context:
@@ -312,8 +316,13 @@ class AnswerNodes:
         """After a general card, the sentence of its sources (or the turn's) on what the message
         names and the card does not: a card answers the common question ("is weed bad for
         me?"), and "is CBD oil ok?" names a keyword of the cannabis source that the card never
-        says. The sentence must say that keyword; nothing is added when the card says them all."""
+        says. The sentence must say that keyword; nothing is added when the card says them all.
+        After a boundary card, what the request gives as its reason ("should I go back to the old
+        dose? I've felt dizzy since…"), read without medicine names (every medicine source names
+        them)."""
         asked = self.services.identifier.correct_spelling(state.get("question") or state["screen"].text)
+        if card.kind == "boundary":
+            asked = without_medicines(asked)
         missing: dict[str, set[str]] = {}
         docs: dict[str, SourceText] = {}
         for sid in dict.fromkeys([*card.sources, *state["prompt_source_ids"]]):
@@ -326,11 +335,21 @@ class AnswerNodes:
             if picked.leans_back or not set(self.services.identifier.keywords_said(picked.text, picked.source_id)) \
                     & missing[picked.source_id]:
                 continue
-            # With what leans on it ("CBD is another chemical in cannabis. It does not make people high…").
-            sentences = source_sentences(docs[picked.source_id].text)
-            at = sentences.index(picked.text) if picked.text in sentences else -1
-            run = sentences[at:leaning_run(sentences, at)] if at >= 0 else [picked.text]
-            return " ".join(f"{sentence} [{picked.source_id}]" for sentence in run)
+            # With what leans on it ("CBD is another chemical in cannabis. It does not make people
+            # high…"); of a list nothing leans on, the items that say it ("Common side effects:
+            # dizziness: …", not all seven).
+            found = passages(docs[picked.source_id].text)
+            passage, sentences = found[picked.position], [p.text for p in found]
+            leaning = sentences[picked.position + 1:leaning_run(sentences, picked.position)]
+            keep = [i for i, item in enumerate(passage.items)
+                    if set(self.services.identifier.keywords_said(item, picked.source_id)) & missing[picked.source_id]]
+            if leaning:
+                first = passage.text
+            elif keep:
+                first = passage.with_items(keep)
+            else:
+                first = picked.text
+            return " ".join(f"{sentence} [{picked.source_id}]" for sentence in [first, *leaning])
         return ""
 
     def _medical_the_sources_answer(self, screen: InputScreen, before: str) -> bool:
@@ -416,7 +435,8 @@ class AnswerNodes:
         if vetted and (self.services.chat is None or card.kind == "boundary"):
             draft, trace.generator = card_draft(card, trace.route == "boundary", self._card_body(card, state)), "card"
             if card.kind == "boundary":
-                draft = _joined(draft, self._what_the_topic_adds(state, card))
+                draft = _joined(draft, self._what_the_topic_adds(state, card)
+                                or self._what_the_card_leaves_out(state, card))
             else:
                 draft = _before_closing(draft, self._what_the_card_leaves_out(state, card))
         elif self.services.chat is None:
