@@ -49,7 +49,8 @@ class Services:
 
     def __post_init__(self) -> None:
         if self.cards is None:
-            self.cards = CardMatcher(getattr(self.identifier.knowledge_base, "cards", []), self.embed)
+            self.cards = CardMatcher(getattr(self.identifier.knowledge_base, "cards", []), self.embed,
+                                     self.identifier.correct_spelling)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, show_progress: bool = False, **overrides: Any) -> Services:
