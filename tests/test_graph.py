@@ -344,19 +344,6 @@ def test_a_request_to_stop_gets_the_card_for_stopping_unless_it_names_a_side_eff
     assert kind in card.requests, (question, card.id)
 
 
-@pytest.mark.parametrize(("misspelt", "spelt"), [
-    ("does canabis make it worse", "does cannabis make it worse"),
-    ("whats a depo injecshun", "what's a depot injection"),
-])
-def test_a_misspelt_question_gets_the_card_the_question_spelt_right_gets(make_bot, misspelt, spelt):
-    """Cards are matched on the words as retrieval reads them, the cards' phrasings too: a typo
-    is no further from its card than the word spelt right."""
-    bot = make_bot()
-    right = bot.ask(bot.new_thread(), spelt)
-    typo = bot.ask(bot.new_thread(), misspelt)
-    assert right.card is not None and typo.card == right.card, (typo.card, right.card, typo.answer)
-
-
 def test_a_question_spelt_as_it_sounds_is_answered(make_bot):
     bot = make_bot()
     trace = bot.ask(bot.new_thread(), "wat is a depo injecshun")

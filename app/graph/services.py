@@ -49,8 +49,7 @@ class Services:
 
     def __post_init__(self) -> None:
         if self.cards is None:
-            self.cards = CardMatcher(getattr(self.identifier.knowledge_base, "cards", []), self.embed,
-                                     self.identifier.correct_spelling)
+            self.cards = CardMatcher(getattr(self.identifier.knowledge_base, "cards", []), self.embed)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, show_progress: bool = False, **overrides: Any) -> Services:

@@ -24,23 +24,16 @@ class CardMatch:
 
 
 class CardMatcher:
-    def __init__(self, cards: Sequence[AnswerCard], embed: Embed, spell: Callable[[str], str] = str):
-        """`spell`: how retrieval reads a message's words ("wieght" -> "weight", "im" -> "I am").
-        A message is matched both as written and as read, each against the cards' phrasings read
-        the same way, and is as near a phrasing as the nearer reading: a typo is no further from a
-        card than the word spelt right, and a phrasing written as people text ("im exhausted looking
-        after my mum") stays as near as it is to the message written alike."""
+    def __init__(self, cards: Sequence[AnswerCard], embed: Embed):
         self.cards = list(cards)
         self._embed = embed
-        self._spell = spell
         self._owners = [card for card in self.cards for _ in card.questions]
         self._phrasings = [q for card in self.cards for q in card.questions]
         self._vectors: np.ndarray | None = None
 
     def _matrix(self) -> np.ndarray:
-        """The phrasings as written, then as read (`spell`)."""
         if self._vectors is None:  # on first use: building services stays cheap
-            self._vectors = self._embed([*self._phrasings, *(self._spell(p) for p in self._phrasings)])
+            self._vectors = self._embed(self._phrasings)
         return self._vectors
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
@@ -139,9 +132,7 @@ class CardMatcher:
         """The question's cosine to every card phrasing (None: no cards, or nothing asked)."""
         if not self.cards or not question.strip():
             return None
-        written, read = self._embed([question, self._spell(question)])
-        vectors, count = self._matrix(), len(self._phrasings)
-        return np.maximum(vectors[:count] @ written, vectors[count:] @ read)
+        return self._matrix() @ self._embed([question])[0]
 
     def _closest(self, similarities: np.ndarray, settings: Retrieval, *,
                  boundary_only: bool = False) -> CardMatch | None:
