@@ -313,13 +313,13 @@ class AnswerNodes:
         return added.removesuffix(reply("verification_reminder")).strip()
 
     def _what_the_card_leaves_out(self, state: ChatState, card: AnswerCard) -> str:
-        """After a general card, the sentence of its sources (or the turn's) on what the message
-        names and the card does not: a card answers the common question ("is weed bad for
-        me?"), and "is CBD oil ok?" names a keyword of the cannabis source that the card never
-        says. The sentence must say that keyword; nothing is added when the card says them all.
-        After a boundary card, what the request gives as its reason ("should I go back to the old
-        dose? I've felt dizzy since…"), read without medicine names (every medicine source names
-        them)."""
+        """After a card, the sentence of its sources (or the turn's) on what the message names and
+        the card does not: a card answers the common question ("is weed bad for me?"), and "is CBD
+        oil ok?" names a keyword of the cannabis source that the card never says. The sentence
+        must say that keyword; nothing is added when the card says them all. After a boundary
+        card (when no other source's topic was added), it speaks to the reason the request gives
+        ("should I go back to the old dose? I've felt dizzy since…"), read without medicine names,
+        which every medicine source lists."""
         asked = self.services.identifier.correct_spelling(state.get("question") or state["screen"].text)
         if card.kind == "boundary":
             asked = without_medicines(asked)
