@@ -74,7 +74,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     crisis = found.crisis
     screen.crisis_score, screen.crisis_layer, screen.crisis_evidence = found.score, found.layer, found.evidence
     screen.small_talk_score, screen.personal_advice = found.small_talk, found.personal_advice
-    screen.small_talk_kind, screen.boundary_kind = found.small_talk_kind, found.boundary_kind
+    screen.small_talk_kind, screen.boundary_kinds = found.small_talk_kind, found.boundary_kinds
     screen.crisis_kind = found.crisis_kind
     screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"

@@ -133,11 +133,11 @@ def test_the_card_for_the_kind_of_request_wins_over_a_longer_phrasing_it_only_pa
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode)
     settings = Retrieval()
-    bare = matcher.match("should i stop my meds?", settings, own_case=True, request="stop_or_reduce")
+    bare = matcher.match("should i stop my meds?", settings, own_case=True, requests=["stop_or_reduce"])
     assert bare is not None and "stop_or_reduce" in bare.card.requests, bare
     phrasing = next(q for card in knowledge_base.cards if "side_effect_decision" in card.requests
                     for q in card.questions if "side effect" in q.lower())
-    said_in_full = matcher.match(phrasing, settings, own_case=True, request="stop_or_reduce")
+    said_in_full = matcher.match(phrasing, settings, own_case=True, requests=["stop_or_reduce"])
     assert said_in_full is not None and "side_effect_decision" in said_in_full.card.requests, said_in_full
 
 
@@ -153,10 +153,10 @@ def test_a_request_about_no_medicine_gets_the_card_on_its_topic_not_its_kind(emb
     matcher = CardMatcher(knowledge_base.cards, embedder.encode)
     settings = Retrieval()
     cannabis = {s.id for s in knowledge_base if "cannabis" in [k.lower() for k in s.keywords]}
-    weed = matcher.match("should we stop him smoking weed?", settings, own_case=True, request="stop_or_reduce",
+    weed = matcher.match("should we stop him smoking weed?", settings, own_case=True, requests=["stop_or_reduce"],
                          topics=cannabis)
     assert weed is not None and weed.card.kind == "boundary" and set(weed.card.sources) & cannabis, weed
-    meds = matcher.match("should we stop his meds?", settings, own_case=True, request="stop_or_reduce",
+    meds = matcher.match("should we stop his meds?", settings, own_case=True, requests=["stop_or_reduce"],
                          topics=cannabis)
     assert meds is not None and "stop_or_reduce" in meds.card.requests, meds
 

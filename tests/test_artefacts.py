@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from judges.local import Resources, artefacts, role_model, screen_model
+from judges.local import Resources, artefacts, request_kind, role_model, screen_model
 from judges.local.artefacts import ArtefactError
 
 
@@ -21,7 +21,7 @@ def shipped_copy(tmp_path):
 
 
 def test_every_learned_check_has_an_artefact_with_a_model_card():
-    for name in (screen_model.NAME, role_model.NAME):
+    for name in (screen_model.NAME, role_model.NAME, request_kind.NAME):
         card = json.loads((artefacts.ARTEFACTS_DIR / f"{name}.card.json").read_text())
         assert card["data_hash"] and card["split_sizes"] and card["trained_at"] and card["data_files"]
     card = json.loads((artefacts.ARTEFACTS_DIR / f"{screen_model.NAME}.card.json").read_text())
@@ -33,9 +33,28 @@ def test_every_learned_check_has_an_artefact_with_a_model_card():
 def test_the_built_artefacts_match_the_training_data_in_this_checkout():
     """`make test` rebuilds what a training file's edit made stale; pytest alone fails here (and
     at start-up)."""
-    for module in (screen_model, role_model):
+    for module in (screen_model, role_model, request_kind):
         card = json.loads((artefacts.ARTEFACTS_DIR / f"{module.NAME}.card.json").read_text())
         assert card["data_hash"] == module.current_hash(), f"{module.NAME} is stale: run make artefacts"
+
+
+def test_kinds_of_request_are_learned_from_requests_alone_and_their_data_never_moves_the_screen(tmp_path, monkeypatch):
+    """The kind-labelled requests teach the request-kind model only: the screen, which decides
+    whether a message is a request at all, neither reads them nor goes stale when they change."""
+    card = json.loads((artefacts.ARTEFACTS_DIR / f"{request_kind.NAME}.card.json").read_text())
+    kinds_files = [str(p.relative_to(request_kind.REPO_ROOT)) for p in request_kind.kinds_files()]
+    assert kinds_files and set(kinds_files) <= set(card["data_files"])
+    assert not set(kinds_files) & {str(p.relative_to(request_kind.REPO_ROOT)) for p in screen_model.training_files()}
+    assert card["dev_metrics"]["embedded"]["accuracy"] >= 0.85, card["dev_metrics"]["embedded"]
+    screen_before, kinds_before = screen_model.current_hash(), request_kind.current_hash()
+    edited = tmp_path / "kinds"
+    shutil.copytree(request_kind.KINDS_DIR, edited)
+    first = next(edited.glob("*.jsonl"))
+    first.write_text(first.read_text() + json.dumps(
+        {"id": "edit-1", "user": "can i have my tablets later today", "expected": "pass", "route": "boundary",
+         "category": "dose", "language": "en"}) + "\n")
+    monkeypatch.setattr(request_kind, "KINDS_DIR", edited)
+    assert request_kind.current_hash() != kinds_before and screen_model.current_hash() == screen_before
 
 
 def test_a_missing_artefact_stops_start_up_naming_the_file_and_the_fix(shipped_copy):
@@ -65,6 +84,7 @@ def test_without_the_training_data_the_shipped_card_is_trusted(shipped_copy, mon
     """An installed wheel carries the artefacts, not the scenarios: nothing to compare against."""
     monkeypatch.setattr(screen_model, "current_hash", lambda: None)
     monkeypatch.setattr(role_model, "current_hash", lambda: None)
+    monkeypatch.setattr(request_kind, "current_hash", lambda: None)
     assert Resources(artefacts_dir=shipped_copy).screen_model.read("hello").small_talk > 0.5
 
 
@@ -74,6 +94,7 @@ def test_a_resources_never_trains(monkeypatch):
 
     monkeypatch.setattr(screen_model, "train", refuse)
     monkeypatch.setattr(role_model, "fit_and_save", refuse)
+    monkeypatch.setattr(request_kind, "train", refuse)
     monkeypatch.setattr(screen_model, "_cross_fit", refuse)
     assert Resources().screen_model.read("thanks").small_talk > 0.5
 
@@ -84,8 +105,8 @@ def test_thresholds_are_chosen_on_readings_by_models_that_did_not_see_the_messag
     texts = [f"hello there friend number {i}" for i in range(30)] + \
             [f"i want to end it all tonight {i}" for i in range(30)] + ["purple elephant umbrella"]
     labels = ["small_talk:greeting"] * 30 + ["crisis:direct"] * 31
-    vectoriser = screen_model._vectoriser().fit(texts)
-    fitted, (crisis, *_rest) = screen_model._cross_fit(vectoriser, screen_model._features(vectoriser, texts, None), labels)
+    vectoriser = screen_model.ngram_vectoriser().fit(texts)
+    fitted, (crisis, *_rest) = screen_model._cross_fit(vectoriser, screen_model.features(vectoriser, texts, None), labels)
     shipped = screen_model._probabilities(fitted, texts, None)[0]
     assert crisis[:30].max() < 0.5 < crisis[30:60].min()  # the held-out readings still tell them apart
     assert shipped[-1] > crisis[-1] + 0.1  # the odd one out: learned by the whole, unseen by its fold
@@ -103,9 +124,9 @@ def test_the_screen_reads_a_message_as_scikit_learn_would():
     for name in ("lexical", "languages"):
         variant = bundle[name]
         expected = variant["vectoriser"].transform(messages)
-        ours = screen_model._features(variant["vectoriser"], messages, None)
+        ours = screen_model.features(variant["vectoriser"], messages, None)
         assert np.allclose(ours.toarray(), expected.toarray(), atol=1e-9), name
-        assert np.allclose(screen_model._predict_proba(variant["classifier"], ours),
+        assert np.allclose(screen_model.predict_proba(variant["classifier"], ours),
                            variant["classifier"].predict_proba(expected.astype(np.float32)), atol=1e-6), name
     language_id = bundle["language_id"]
     english = list(language_id["classifier"].classes_).index("en")
@@ -134,6 +155,7 @@ def test_train_if_needed_fits_only_the_checks_missing_or_stale(shipped_copy, mon
 
     monkeypatch.setattr(screen_model, "train", record(screen_model))
     monkeypatch.setattr(role_model, "fit_and_save", record(role_model))
+    monkeypatch.setattr(request_kind, "train", record(request_kind))
     train = ["judges", "train", "--if-needed", "--out", str(shipped_copy)]
     result = CliRunner().invoke(cli, train)
     assert result.exit_code == 0 and fitted == [] and "up to date" in " ".join(result.output.split()), result.output

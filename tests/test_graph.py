@@ -313,19 +313,35 @@ def test_a_request_about_ones_own_case_gets_a_kind_boundary_with_the_fact_and_wh
     assert re.search(r"prescriber|pharmacist|care (team|coordinator)|psychiatrist|doctor|GP|out-of-hours", trace.answer)
 
 
-def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_the_screen_reads(make_bot):
+@pytest.mark.parametrize("question", [
+    "slept through my evening tablet, should i have two tomorrow morning?",  # a dose by its words
+    "didnt take my risperidone yesterday, can i just have a double one today",
+])
+def test_a_missed_dose_asked_in_the_words_of_a_dose_question_hears_not_to_take_extra(make_bot, question):
+    # The kinds are read by a model that learned them from requests alone; when a second kind is
+    # nearly as likely, the nearer of the two kinds' cards answers.
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), question)
+    assert trace.route == "boundary" and trace.card is not None, trace.answer
+    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+    assert "missed_dose" in card.requests, card.id
+    assert re.search(r"do not take extra to catch up", trace.answer), trace.answer
+    assert re.search(r"pharmacist|care team", trace.answer), trace.answer
+
+
+def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_it_reads_as(make_bot):
     # Its words are nearest the family-risk card's phrasing ("My mum has schizophrenia, will I get
     # it?"); what it asks is about her tablets.
     question = ("my mum has schizophrenia and i think i gave her the wrong tablets this morning, "
                 "should i give her the right ones now?")
     bot = make_bot()
-    kind = assess(question, bot.services.resources).boundary_kind
+    kinds = assess(question, bot.services.resources).boundary_kinds
     nearest = bot.services.cards.match(question, bot.settings.retrieval, own_case=True)
-    assert kind and nearest is not None and kind not in nearest.card.requests
+    assert kinds and nearest is not None and not set(kinds) & set(nearest.card.requests)
     trace = bot.ask(bot.new_thread(), question)
     assert trace.route == "boundary" and trace.card is not None, trace.answer
     card = next(c for c in bot.services.cards.cards if c.id == trace.card)
-    assert kind in card.requests, (kind, card.id)
+    assert set(kinds) & set(card.requests), (kinds, card.id)
     assert re.search(r"prescriber|pharmacist|care team", trace.answer, re.IGNORECASE), trace.answer
 
 

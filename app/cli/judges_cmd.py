@@ -51,11 +51,12 @@ def train_judges(
                             "(what make runs before the app and the tests).")] = False,
 ) -> None:
     """Fit every learned check on the train splits and write its artefact and model card."""
-    from judges.local import artefacts, role_model, screen_model
+    from judges.local import artefacts, request_kind, role_model, screen_model
 
     folder = out or artefacts.ARTEFACTS_DIR
     wanted = []
-    for module, fit in ((screen_model, screen_model.train), (role_model, role_model.fit_and_save)):
+    for module, fit in ((screen_model, screen_model.train), (role_model, role_model.fit_and_save),
+                        (request_kind, request_kind.train)):
         why = artefacts.why_retrain(module.NAME, feature_version=module.FEATURE_VERSION,
                                     current_hash=module.current_hash(), folder=folder)
         if why or not if_needed:

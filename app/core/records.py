@@ -144,7 +144,7 @@ class InputScreen(Record):
     small_talk_score: float = 0.0
     small_talk_kind: str = ""  # the learned layer's likeliest kind ("farewell", "thanks", …)
     personal_advice: bool = False  # asks for advice on the writer's own case: a boundary reply
-    boundary_kind: str = ""  # the learned layer's likeliest kind of such request ("missed_dose", …)
+    boundary_kinds: list[str] = Field(default_factory=list)  # the kinds of such request it may be, likeliest first
     crisis_kind: str = ""  # the learned layer's likeliest kind of crisis ("medical_emergency", …)
     crisis_goes_on: bool = False  # read as a crisis by the learned layer alone right after one
     crisis_unsure: bool = False  # only the learned layer saw a crisis, below its confident line

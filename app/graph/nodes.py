@@ -213,12 +213,12 @@ class AnswerNodes:
             about_medicine = refers_back(text) and mentions_medicine(" ".join(read_topic))
             said = self._sources_named(text) if own_case and not about_medicine else set()
             match = self.services.cards.match(text, self.settings.retrieval, own_case=own_case,
-                                              request=screen.boundary_kind, best_source=best, topics=said)
+                                              requests=screen.boundary_kinds, best_source=best, topics=said)
             if match is None and identification.context:
                 # Too few words of its own to be near any card ("will i get it too?" after "my mum
                 # was just diagnosed"): the message as read with the conversation.
                 match = self.services.cards.match(f"{identification.context} {text}", self.settings.retrieval,
-                                                  own_case=own_case, request=screen.boundary_kind)
+                                                  own_case=own_case, requests=screen.boundary_kinds)
                 if match is not None and _delivered(match.card, state):
                     match = None  # the card the conversation is about, not an answer to what it asks now
             if match is not None and not own_case and not screen.urgent \

@@ -37,10 +37,11 @@ class CardMatcher:
         return self._vectors
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
-              request: str = "", best_source: str = "", topics: Collection[str] = ()) -> CardMatch | None:
+              requests: Sequence[str] = (), best_source: str = "", topics: Collection[str] = ()) -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
-        request about the person's own case (`own_case`; `request`: the screen's reading of its
-        kind), the boundary card for that kind of request (see `_requested`), else the closest
+        request about the person's own case (`own_case`; `requests`: the screen's reading of its
+        kind, and any kind nearly as likely), the boundary card for that kind of request (see
+        `_requested`), else the closest
         boundary card; unless a general card is much closer. `best_source`: the source retrieval
         found best for the question, if it found one clearly; a general card drawing on it needs
         less closeness (`card_agreed_threshold`); `topics`: the sources whose keywords the
@@ -53,7 +54,7 @@ class CardMatcher:
             general = self._agreed(similarities, settings, best_source) or general
         boundary = None
         if own_case:
-            boundary = (self._requested(question, similarities, request, settings, topics)
+            boundary = (self._requested(question, similarities, requests, settings, topics)
                         or self._closest(similarities, settings, boundary_only=True))
         if boundary is None:
             return general
@@ -92,9 +93,10 @@ class CardMatcher:
             return None
         return CardMatch(self._owners[index], similarity, self._phrasings[index], confident=True)
 
-    def _requested(self, question: str, similarities: np.ndarray, request: str,
+    def _requested(self, question: str, similarities: np.ndarray, requests: Sequence[str],
                    settings: Retrieval, topics: Collection[str] = ()) -> CardMatch | None:
-        """The closest of the boundary cards that answer this kind of request. The screen's reading
+        """The closest of the boundary cards that answer these kinds of request (the likeliest kind,
+        and any kind nearly as likely: the card's phrasings then decide). The screen's reading
         of the request, learned from hundreds of them, says what is asked better than the nearest
         of a few phrasings, which the topic's words sway ("mum has schizophrenia … she spat her
         tablet out" is near "my mum has schizophrenia, will I get it?"). Not when the question says
@@ -106,7 +108,7 @@ class CardMatcher:
         (`topics`, by keyword) but not that of the kind's card, the nearest answers ("should we
         stop him smoking weed?" is about cannabis, not stopping medicine), and when no boundary card
         is about what it names, none is (the reply is composed from what retrieval found)."""
-        serving = [i for i, owner in enumerate(self._owners) if request and request in owner.requests]
+        serving = [i for i, owner in enumerate(self._owners) if set(requests) & set(owner.requests)]
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])

@@ -62,7 +62,8 @@ class Assessment:
     evidence: list[str] = field(default_factory=list)
     small_talk: float = 0.0
     small_talk_kind: str = ""  # the learned layer's likeliest kind of small talk ("farewell", "thanks")
-    boundary_kind: str = ""  # its likeliest kind of request about one's own case ("missed_dose")
+    # the kinds of request about one's own case it may be ("missed_dose"), likeliest first
+    boundary_kinds: list[str] = field(default_factory=list)
     crisis_kind: str = ""  # its likeliest kind of crisis ("medical_emergency", "self_harm_now")
     personal_advice: bool = False  # asks for advice on the writer's own case (learned layer)
     urgent: bool = False  # describes someone unwell now who needs help today (learned layer)
@@ -132,9 +133,13 @@ def _assess(text: str, res: Resources) -> Assessment:
         return Assessment(True, 1.0, f"pattern:{hit[0]}", [hit[1]], crisis_kind=kind)
     english = res.screen_model.is_english(text)
     if english:
-        reading = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK))
+        normalised = normalise(text, idiom_mark=IDIOM_MARK)
+        reading = res.screen_model.read(normalised)
+        # Kinds from the model that learned them from requests alone.
+        kinds = res.request_kind.read(normalised)
     else:
         reading = res.screen_model.read_other_language(text)
+        kinds = [reading.boundary_kind] if reading.boundary_kind else []
     if reading.is_crisis:
         return Assessment(True, reading.crisis, "model" if english else "model:languages",
                           split_sentences(text) or [text], small_talk=reading.small_talk,
@@ -142,11 +147,11 @@ def _assess(text: str, res: Resources) -> Assessment:
                           clearable=reading.crisis < reading.confident)
     personal = reading.personal >= reading.personal_threshold
     return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english,
-                      small_talk_kind=reading.small_talk_kind, boundary_kind=reading.boundary_kind,
+                      small_talk_kind=reading.small_talk_kind, boundary_kinds=kinds,
                       crisis_kind=reading.crisis_kind, personal_advice=personal,
                       # A request whose likeliest kind is someone unwell now is urgent, though its
                       # share of the request's probability may not reach the urgent line alone.
-                      urgent=reading.urgent >= reading.urgent_threshold or (personal and reading.boundary_kind == "urgent"),
+                      urgent=reading.urgent >= reading.urgent_threshold or (personal and kinds[:1] == ["urgent"]),
                       uncertain=reading.crisis >= reading.second_look,
                       personal_unsure=abs(reading.personal - reading.personal_threshold) < PERSONAL_UNSURE)
 

@@ -40,11 +40,15 @@ class Resources:
         self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
         self._lock = threading.Lock()
         self._remembered: OrderedDict[tuple[str, str], object] = OrderedDict()
-        from judges.local.role_model import RoleModel  # they read patterns and the text helpers
+        from judges.local.request_kind import (
+            RequestKindModel,  # they read patterns and the text helpers
+        )
+        from judges.local.role_model import RoleModel
         from judges.local.screen_model import ScreenModel
 
         self.screen_model = ScreenModel.load(self, artefacts_dir)
         self.role_model = RoleModel.load(self, artefacts_dir)
+        self.request_kind = RequestKindModel.load(self, artefacts_dir)
 
     @classmethod
     def from_settings(cls, settings, embedder: Embedder | None) -> Resources:
@@ -113,5 +117,6 @@ class Resources:
             self.prototypes(patterns.section("uncited")["allowed_prototypes"])
             self.encode([u for s in sources for u in grounding.units(s.text)])
         self.screen_model.read("hello")
+        self.request_kind.read("hello")
         self.role_model.predict(["This is a warm-up sentence for the role classifier."])
         return time.perf_counter() - started

@@ -121,7 +121,7 @@ def training_messages(*, english: bool = True) -> list[tuple[str, str, Scenario]
     return list(found.values())
 
 
-def _vectoriser(chars: tuple[int, int] = (2, 5)) -> FeatureUnion:
+def ngram_vectoriser(chars: tuple[int, int] = (2, 5)) -> FeatureUnion:
     return FeatureUnion([
         ("chars", TfidfVectorizer(analyzer="char_wb", ngram_range=chars, sublinear_tf=True, min_df=2)),
         ("words", TfidfVectorizer(analyzer="word", ngram_range=(1, 2), sublinear_tf=True,
@@ -129,7 +129,7 @@ def _vectoriser(chars: tuple[int, int] = (2, 5)) -> FeatureUnion:
     ])
 
 
-def _features(vectoriser: FeatureUnion, texts: list[str], embedded: np.ndarray | None) -> Any:
+def features(vectoriser: FeatureUnion, texts: list[str], embedded: np.ndarray | None) -> Any:
     # Each part in turn, as FeatureUnion.transform would stack them, without its joblib dispatch
     # (most of the cost of reading one message).
     x = hstack([_tfidf(part, texts) for _, part in vectoriser.transformer_list]).tocsr()
@@ -156,7 +156,7 @@ def _tfidf(vectoriser: TfidfVectorizer, texts: list[str]) -> csr_matrix:
     return x
 
 
-def _predict_proba(classifier: LogisticRegression, x: Any) -> np.ndarray:
+def predict_proba(classifier: LogisticRegression, x: Any) -> np.ndarray:
     """`classifier.predict_proba(x)` without scikit-learn's per-call input checks (0.2 ms a
     message, twenty times the arithmetic): a logistic for two classes, a softmax for more, as
     scikit-learn computes them. tests/test_artefacts.py holds it equal to scikit-learn's."""
@@ -178,7 +178,7 @@ def _cross_fit(vectoriser: FeatureUnion, x: Any, labels: list[str]
     probabilities = tuple(np.zeros(x.shape[0]) for _ in range(4))
     fitted: list[LogisticRegression] = []
     for train_rows, dev_rows in folds.split(np.zeros(len(labels)), labels):
-        classifier = _classifier(x[train_rows], [labels[i] for i in train_rows])
+        classifier = fit_classifier(x[train_rows], [labels[i] for i in train_rows])
         for total, part in zip(probabilities, _class_probabilities(classifier, x[dev_rows]), strict=True):
             total[dev_rows] = part
         fitted.append(classifier)
@@ -194,8 +194,8 @@ def _mergeable(labels: list[str]) -> list[str]:
     return [c if counts[c] >= 2 * SETTINGS["folds"] else f"{c.split(':')[0]}:other" for c in labels]
 
 
-def _classifier(x: Any, labels: list[str]) -> LogisticRegression:
-    classifier = LogisticRegression(C=SETTINGS["c"], class_weight="balanced", max_iter=5000)
+def fit_classifier(x: Any, labels: list[str], c: float = SETTINGS["c"]) -> LogisticRegression:
+    classifier = LogisticRegression(C=c, class_weight="balanced", max_iter=5000)
     classifier.fit(x, labels)
     # Half precision is plenty for these weights and makes the shipped artefact a third of the
     # size; rounded before anything is scored, so the card describes weights as they ship.
@@ -206,7 +206,7 @@ def _classifier(x: Any, labels: list[str]) -> LogisticRegression:
 def _probabilities(variant: dict[str, Any], texts: list[str], embedded: np.ndarray | None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(crisis, small talk, personal advice, urgent situation) probability per text."""
-    return _class_probabilities(variant["classifier"], _features(variant["vectoriser"], texts, embedded))
+    return _class_probabilities(variant["classifier"], features(variant["vectoriser"], texts, embedded))
 
 
 def _likeliest_kind(classifier: LogisticRegression, p: np.ndarray, route: str) -> list[str]:
@@ -221,7 +221,7 @@ def _likeliest_kind(classifier: LogisticRegression, p: np.ndarray, route: str) -
 
 def _class_probabilities(classifier: LogisticRegression, x: Any
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    return _grouped(classifier, _predict_proba(classifier, x))
+    return _grouped(classifier, predict_proba(classifier, x))
 
 
 def _grouped(classifier: LogisticRegression, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -310,9 +310,9 @@ def _train_languages(bundle: dict[str, Any], card_metrics: dict[str, Any], thres
     messages = [(text, f"{kind.split(':')[0]}:all", scenario)
                 for text, kind, scenario in training_messages(english=False)]
     texts = [t for t, _, _ in messages]
-    vectoriser = _vectoriser(chars=(1, 3)).fit(texts)
+    vectoriser = ngram_vectoriser(chars=(1, 3)).fit(texts)
     fitted, (crisis, small, personal, urgent) = _cross_fit(
-        vectoriser, _features(vectoriser, texts, None), [c for _, c, _ in messages])
+        vectoriser, features(vectoriser, texts, None), [c for _, c, _ in messages])
     truth = np.array([s.expected == "crisis" for _, _, s in messages])
     by_lexicon = np.array([crisis_languages.find(s.user) is not None for _, _, s in messages])
     fitted = _with_thresholds(fitted, crisis, truth, by_lexicon, SETTINGS["recall_target_other_languages"])
@@ -350,7 +350,7 @@ def _train_language_id(bundle: dict[str, Any], card_metrics: dict[str, Any], thr
     vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True, min_df=2)
     texts = [t for t, _, _ in train_rows]
     fitted = {"vectoriser": vectoriser,
-              "classifier": _classifier(vectoriser.fit_transform(texts), [c for _, c, _ in train_rows])}
+              "classifier": fit_classifier(vectoriser.fit_transform(texts), [c for _, c, _ in train_rows])}
     english = _english_probability(fitted, [t for t, _, _ in dev_rows])
     truth = np.array([c == "en" for _, c, _ in dev_rows])
     # The same scan as the crisis thresholds, with "English" for "crisis" and nothing else to help.
@@ -379,7 +379,7 @@ def _too_short_to_judge(message: str) -> bool | None:
 def _english_probability(fitted: dict[str, Any], messages: list[str]) -> np.ndarray:
     classifier: LogisticRegression = fitted["classifier"]
     column = [str(c) for c in classifier.classes_].index("en")
-    return _predict_proba(classifier, _tfidf(fitted["vectoriser"], messages))[:, column]
+    return predict_proba(classifier, _tfidf(fitted["vectoriser"], messages))[:, column]
 
 
 def _columns_contiguous(classifier: LogisticRegression) -> None:
@@ -409,10 +409,10 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     card_metrics: dict[str, Any] = {}
     thresholds: dict[str, float] = {}
     # Both variants read the same n-grams: one vectoriser, fitted once and stored once.
-    vectoriser = _vectoriser().fit(texts)
+    vectoriser = ngram_vectoriser().fit(texts)
     variants = [("lexical", None)] + ([("embedded", encode)] if encode is not None else [])
     for variant, encoder in variants:
-        x = _features(vectoriser, texts, encoder(texts) if encoder else None)
+        x = features(vectoriser, texts, encoder(texts) if encoder else None)
         fitted, (crisis, small, personal, urgent) = _cross_fit(vectoriser, x, labels)
         fitted = _with_thresholds(fitted, crisis, truth, by_pattern, SETTINGS["recall_target"])
         threshold = fitted["threshold"]
@@ -443,6 +443,16 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     return card
 
 
+def variant_for(res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard) -> tuple[dict[str, Any], bool]:
+    """A shipped bundle's variant to read with, and whether it reads embeddings: the embedded variant
+    only with the very embedder it was trained on."""
+    embedder = res.embedder
+    if ("embedded" in bundle and res.embeddings and embedder is not None
+            and getattr(embedder, "name", "") == card.embedder):
+        return bundle["embedded"], True
+    return bundle["lexical"], False
+
+
 class ScreenModel:
     """The shipped classifier, loaded once per Resources."""
 
@@ -459,12 +469,7 @@ class ScreenModel:
         return cls(res, bundle, card)
 
     def _variant(self) -> tuple[dict[str, Any], bool]:
-        """The embedded variant only with the very embedder it was trained on."""
-        embedder = self.res.embedder
-        if ("embedded" in self.bundle and self.res.embeddings and embedder is not None
-                and getattr(embedder, "name", "") == self.card.embedder):
-            return self.bundle["embedded"], True
-        return self.bundle["lexical"], False
+        return variant_for(self.res, self.bundle, self.card)
 
     def read(self, normalised: str) -> Reading:
         """An English message, normalised as `crisis.normalise` does with the idiom mark."""
@@ -497,7 +502,7 @@ class ScreenModel:
     @staticmethod
     def _reading(variant: dict[str, Any], text: str, vectors: np.ndarray | None) -> Reading:
         classifier = variant["classifier"]
-        p = _predict_proba(classifier, _features(variant["vectoriser"], [text], vectors))
+        p = predict_proba(classifier, features(variant["vectoriser"], [text], vectors))
         crisis, small, personal, urgent = _grouped(classifier, p)
         return Reading(crisis=round(float(crisis[0]), 4), small_talk=round(float(small[0]), 4),
                        small_talk_kind=_likeliest_kind(classifier, p, "small_talk")[0],

@@ -1,0 +1,133 @@
+"""The kind of a request about one's own case ("missed_dose", "switch", "therapy_request", …), which
+decides the boundary card that answers it.
+
+Its own classifier, trained on requests alone: the input screen's boundary messages and the
+kind-labelled requests of scenarios/screen/kinds/. The screen decides whether a message is such a
+request at all; kinds are read here, so data that teaches them apart cannot move the screen's line
+between a request and a general question (two such sets, added to the screen's data, pushed general
+medicine questions onto the boundary route). Same features as the screen (word and character
+n-grams, and the MiniLM embedding when the embedder it was trained with is available); seeded,
+cross-validated for its model card, shipped as an artefact (judges/local/artefacts.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sklearn.model_selection import StratifiedKFold
+
+from app.core.config import REPO_ROOT
+from judges.local import artefacts, screen_model
+
+if TYPE_CHECKING:
+    from judges.local.resources import Resources
+
+NAME = "request_kind"
+FEATURE_VERSION = 1
+KINDS_DIR = REPO_ROOT / "scenarios" / "screen" / "kinds"
+SETTINGS = {"c": 10.0, "folds": 5, "seed": 0}
+# A second kind at least this share as likely as the first is read too: the card nearest the
+# message among both kinds' cards answers ("forgot mine this morning, should I take double
+# tonight?" is a dose question by its words and a missed dose by its situation).
+CLOSE_KIND = 0.5
+
+
+def kinds_files() -> list[Path]:
+    return sorted(KINDS_DIR.glob("*.jsonl"))
+
+
+def training_files() -> list[Path]:
+    return [*screen_model.training_files(), *kinds_files()]
+
+
+def current_hash() -> str | None:
+    files = training_files()
+    return artefacts.data_hash(files, SETTINGS) if files else None
+
+
+def training_requests() -> list[tuple[str, str]]:
+    """(normalised text, kind) for every request the kinds are learned from: the screen's boundary
+    messages first (a text seen twice keeps its first kind), then the kind-labelled requests."""
+    from judges.local.crisis import IDIOM_MARK, normalise
+    from judges.scenarios import load_scenarios
+
+    found = {text: label.split(":", 1)[1] for text, label, _ in screen_model.training_messages()
+             if label.startswith("boundary:")}
+    for scenario in load_scenarios(kinds_files()):
+        if scenario.route == "boundary" and scenario.category and (text := normalise(scenario.user, idiom_mark=IDIOM_MARK)):
+            found.setdefault(text, scenario.category)
+    return list(found.items())
+
+
+def _cross_validated(x: Any, kinds: list[str]) -> list[str]:
+    """Each request's kind as read by a model fitted on the other folds."""
+    read = [""] * len(kinds)
+    folds = StratifiedKFold(SETTINGS["folds"], shuffle=True, random_state=SETTINGS["seed"])
+    for train_rows, dev_rows in folds.split(np.zeros(len(kinds)), kinds):
+        classifier = screen_model.fit_classifier(x[train_rows], [kinds[i] for i in train_rows], c=SETTINGS["c"])
+        classes = classifier.classes_
+        for row, p in zip(dev_rows, screen_model.predict_proba(classifier, x[dev_rows]), strict=True):
+            read[row] = str(classes[int(np.argmax(p))])
+    return read
+
+
+def _metrics(truth: list[str], read: list[str]) -> dict[str, Any]:
+    per_kind = {kind: {"n": n, "recall": round(sum(r == kind for t, r in zip(truth, read, strict=True) if t == kind) / n, 3)}
+                for kind, n in sorted(Counter(truth).items())}
+    return {"accuracy": round(float(np.mean([t == r for t, r in zip(truth, read, strict=True)])), 3),
+            "per_category": per_kind}
+
+
+def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
+    """Fit the lexical variant and, with `encode`, the embedded one; the card reports each one's
+    cross-validated accuracy per kind."""
+    requests = training_requests()
+    texts, kinds = [t for t, _ in requests], [k for _, k in requests]
+    vectoriser = screen_model.ngram_vectoriser().fit(texts)
+    bundle: dict[str, Any] = {}
+    metrics: dict[str, Any] = {}
+    for variant, encoder in [("lexical", None), *([("embedded", encode)] if encode is not None else [])]:
+        x = screen_model.features(vectoriser, texts, encoder(texts) if encoder else None)
+        metrics[variant] = _metrics(kinds, _cross_validated(x, kinds))
+        bundle[variant] = {"vectoriser": vectoriser,
+                           "classifier": screen_model.fit_classifier(x, kinds, c=SETTINGS["c"])}
+    card = artefacts.ModelCard(
+        name=NAME, feature_version=FEATURE_VERSION, data_hash=current_hash() or "",
+        data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
+        split_sizes={"requests": len(requests), "folds": SETTINGS["folds"],
+                     **{f"kind.{k}": n for k, n in sorted(Counter(kinds).items())}},
+        dev_metrics=metrics, thresholds={}, embedder=embedder_name if encode is not None else "",
+        notes=("Logistic regression over word and character n-grams (+ MiniLM embedding in the 'embedded' "
+               "variant), one class per kind of request, fitted on requests alone. Dev metrics are "
+               f"cross-validated. Settings: {SETTINGS}."))
+    artefacts.save(NAME, bundle, card, out_dir)
+    return card
+
+
+class RequestKindModel:
+    """The shipped classifier, loaded once per Resources."""
+
+    def __init__(self, res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard):
+        self.res, self.bundle, self.card = res, bundle, card
+
+    @classmethod
+    def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> RequestKindModel:
+        bundle, card = artefacts.load(NAME, feature_version=FEATURE_VERSION, current_hash=current_hash(),
+                                      folder=folder)
+        return cls(res, bundle, card)
+
+    def read(self, normalised: str) -> list[str]:
+        """The likeliest kind of an English request, and any kind nearly as likely (`CLOSE_KIND`);
+        the text normalised as `crisis.normalise` does with the idiom mark (the embedder caches the
+        screen's vector of the same text)."""
+        variant, embedded = screen_model.variant_for(self.res, self.bundle, self.card)
+        vectors = self.res.encode([normalised]) if embedded else None
+        if embedded and vectors is None:  # the embedder broke since: the lexical variant decides
+            variant = self.bundle["lexical"]
+        classifier = variant["classifier"]
+        p = screen_model.predict_proba(classifier, screen_model.features(variant["vectoriser"], [normalised], vectors))[0]
+        order = np.argsort(-p)
+        return [str(classifier.classes_[i]) for i in order[:2] if p[i] >= CLOSE_KIND * p[order[0]]]
