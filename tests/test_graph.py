@@ -877,19 +877,6 @@ def test_a_boundary_reply_says_what_its_own_source_says_of_the_reason_the_reques
     assert re.fullmatch(r"[^.;]*: dizziness: [^;]*\. \[S12\]", added), added
 
 
-def test_a_boundary_reply_speaks_to_a_reason_from_a_source_the_card_does_not_cite(make_bot):
-    """The stopping card cites the medicine sources; the reason given, restlessness, is the
-    side-effects source's (akathisia), which the request's words do not lead retrieval to: its item
-    follows the card, cited."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "thinking of stopping my risperidone altogether, the restlessness is driving me mad")
-    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
-    assert trace.route == "boundary" and card.kind == "boundary" and "S12" not in card.sources, trace.answer
-    body, added = trace.answer.split("\n\n")
-    assert body == card.body and "Never change or stop an antipsychotic on your own" in body
-    assert "akathisia" in added and added.endswith("[S12]") and "S12" in trace.citations, added
-
-
 def test_a_request_that_refers_back_to_a_medicine_is_about_that_medicine_whatever_else_it_names(make_bot):
     """"dopamine" is a keyword of the medicines source, which no boundary card cites; "it" is the
     aripiprazole the conversation named, so the request to stop gets the stopping card."""

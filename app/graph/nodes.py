@@ -60,9 +60,6 @@ from judges.schema import DraftContext
 # How sure retrieval must be of a source, however short of covering a message, to offer its
 # question to someone who asked nothing (below it the ranking is noise: "my dad has it").
 RELATED_FROM = 0.02
-# Sentences weighed for what a card leaves out: every one that may say the missing keyword, not
-# only the few nearest the whole message (its request's words lead there, not its reason's).
-LEFTOVER_POOL = 40
 # The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
 _SOMEONE_ELSE_IN_DANGER = frozenset(["third_person", "third_person_risk", "third_person_danger", "missing_person"])
 _ANOTHER_PERSON = re.compile(
@@ -262,13 +259,6 @@ class AnswerNodes:
                 identification = _with_card_sources(identification, lead, self.services, first=False)
             if match is not None and match.confident:
                 identification = _with_card_sources(identification, match.card, self.services)
-                if match.card.kind == "boundary":
-                    # The reason a request gives may be another source's topic, which retrieval,
-                    # led by the request's words, did not find ("can I halve them? they make me
-                    # so restless": the side-effects source): its sources, named by keyword
-                    # (without medicine names, which every medicine source lists), go in too.
-                    identification = _with_sources(identification, self._sources_named(without_medicines(text)),
-                                                   self.services)
         route = _route(identification, screen, match)
         if match is not None and match.confident and _delivered(match.card, state):
             # Said in full already: a follow-up matched to it ("why the blood tests?" after the
@@ -340,8 +330,7 @@ class AnswerNodes:
                 - set(self.services.identifier.keywords_said(card.body, sid))
             if unsaid and (doc := self.services.source_text(sid)):
                 missing[sid], docs[sid] = unsaid, doc
-        for picked in sorted(pick_sentences([asked], list(docs.values()), self.services.embed, quoted=card.body,
-                                           max_sentences=LEFTOVER_POOL, per_source=LEFTOVER_POOL),
+        for picked in sorted(pick_sentences([asked], list(docs.values()), self.services.embed, quoted=card.body),
                              key=lambda p: -p.score):
             if picked.leans_back or not set(self.services.identifier.keywords_said(picked.text, picked.source_id)) \
                     & missing[picked.source_id]:
@@ -748,14 +737,6 @@ def _with_card_sources(found: Identification, card: AnswerCard, services: Servic
     for candidate in ordered:
         unique.setdefault(candidate.source_id, candidate)
     return found.model_copy(update={"outcome": "clear", "candidates": list(unique.values())})
-
-
-def _with_sources(found: Identification, named: set[str], services: Services) -> Identification:
-    """What was found, then the `named` sources it lacks (in the knowledge base's order)."""
-    have = {c.source_id for c in found.candidates}
-    added = [Candidate(source_id=source.id, title=source.title, confidence=1.0)
-             for source in services.identifier.knowledge_base if source.id in named and source.id not in have]
-    return found.model_copy(update={"candidates": [*found.candidates, *added]}) if added else found
 
 
 def _unique(items: list[str]) -> list[str]:
