@@ -41,8 +41,7 @@ class CardMatcher:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`; `requests`: the screen's reading of its
         kind, and any kind nearly as likely), the boundary card for that kind of request (see
-        `_requested`), else the closest
-        boundary card; unless a general card is much closer. `best_source`: the source retrieval
+        `_requested`), else the closest boundary card; unless a general card is much closer. `best_source`: the source retrieval
         found best for the question, if it found one clearly; a general card drawing on it needs
         less closeness (`card_agreed_threshold`); `topics`: the sources whose keywords the
         question says."""

@@ -30,8 +30,8 @@ FEATURE_VERSION = 1
 KINDS_DIR = REPO_ROOT / "scenarios" / "screen" / "kinds"
 SETTINGS = {"c": 10.0, "folds": 5, "seed": 0}
 # A second kind at least this share as likely as the first is read too: the card nearest the
-# message among both kinds' cards answers ("forgot mine this morning, should I take double
-# tonight?" is a dose question by its words and a missed dose by its situation).
+# message among both kinds' cards answers ("slept through my evening tablet, should I have two
+# tomorrow morning?" is a dose question by its words and a missed dose by its situation).
 CLOSE_KIND = 0.5
 
 
