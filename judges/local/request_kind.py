@@ -111,7 +111,7 @@ class RequestKindModel:
     """The shipped classifier, loaded once per Resources."""
 
     def __init__(self, res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard):
-        self.res, self.bundle, self.card = res, bundle, card
+        self.res, self.bundle, self.card = res, screen_model.ready_to_read(bundle), card
 
     @classmethod
     def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> RequestKindModel:
@@ -123,11 +123,8 @@ class RequestKindModel:
         """The likeliest kind of an English request, and any kind nearly as likely (`CLOSE_KIND`);
         the text normalised as `crisis.normalise` does with the idiom mark (the embedder caches the
         screen's vector of the same text)."""
-        variant, embedded = screen_model.variant_for(self.res, self.bundle, self.card)
-        vectors = self.res.encode([normalised]) if embedded else None
-        if embedded and vectors is None:  # the embedder broke since: the lexical variant decides
-            variant = self.bundle["lexical"]
+        variant, x = screen_model.reading_features(self.res, self.bundle, self.card, [normalised])
         classifier = variant["classifier"]
-        p = screen_model.predict_proba(classifier, screen_model.features(variant["vectoriser"], [normalised], vectors))[0]
+        p = screen_model.predict_proba(classifier, x)[0]
         order = np.argsort(-p)
         return [str(classifier.classes_[i]) for i in order[:2] if p[i] >= CLOSE_KIND * p[order[0]]]

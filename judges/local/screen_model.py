@@ -443,24 +443,32 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     return card
 
 
-def variant_for(res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard) -> tuple[dict[str, Any], bool]:
-    """A shipped bundle's variant to read with, and whether it reads embeddings: the embedded variant
-    only with the very embedder it was trained on."""
+def reading_features(res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard,
+                     texts: list[str]) -> tuple[dict[str, Any], Any]:
+    """The variant of a shipped bundle to read English `texts` with, and their features: the
+    embedded variant only with the very embedder it was trained on, and while that embedder works
+    (else the lexical variant decides)."""
     embedder = res.embedder
     if ("embedded" in bundle and res.embeddings and embedder is not None
-            and getattr(embedder, "name", "") == card.embedder):
-        return bundle["embedded"], True
-    return bundle["lexical"], False
+            and getattr(embedder, "name", "") == card.embedder
+            and (vectors := res.encode(texts)) is not None):
+        return bundle["embedded"], features(bundle["embedded"]["vectoriser"], texts, vectors)
+    return bundle["lexical"], features(bundle["lexical"]["vectoriser"], texts, None)
+
+
+def ready_to_read(bundle: dict[str, Any]) -> dict[str, Any]:
+    """A loaded bundle with every variant's weights laid out for scoring (`_columns_contiguous`)."""
+    for variant in bundle.values():
+        if isinstance(variant, dict) and "classifier" in variant:
+            _columns_contiguous(variant["classifier"])
+    return bundle
 
 
 class ScreenModel:
     """The shipped classifier, loaded once per Resources."""
 
     def __init__(self, res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard):
-        self.res, self.bundle, self.card = res, bundle, card
-        for variant in bundle.values():
-            if isinstance(variant, dict) and "classifier" in variant:
-                _columns_contiguous(variant["classifier"])
+        self.res, self.bundle, self.card = res, ready_to_read(bundle), card
 
     @classmethod
     def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> ScreenModel:
@@ -468,16 +476,9 @@ class ScreenModel:
                                       folder=folder)
         return cls(res, bundle, card)
 
-    def _variant(self) -> tuple[dict[str, Any], bool]:
-        return variant_for(self.res, self.bundle, self.card)
-
     def read(self, normalised: str) -> Reading:
         """An English message, normalised as `crisis.normalise` does with the idiom mark."""
-        variant, embedded = self._variant()
-        vectors = self.res.encode([normalised]) if embedded else None
-        if embedded and vectors is None:  # the embedder broke since: the lexical variant decides
-            variant = self.bundle["lexical"]
-        return self._reading(variant, normalised, vectors)
+        return self._reading(*reading_features(self.res, self.bundle, self.card, [normalised]))
 
     def is_english(self, message: str) -> bool:
         """Whether a message is English, as written."""
@@ -497,12 +498,14 @@ class ScreenModel:
 
     def read_other_language(self, message: str) -> Reading:
         """A message in another language, as written."""
-        return self._reading(self.bundle["languages"], crisis_languages.fold(message), None)
+        variant = self.bundle["languages"]
+        return self._reading(variant, features(variant["vectoriser"], [crisis_languages.fold(message)], None))
 
     @staticmethod
-    def _reading(variant: dict[str, Any], text: str, vectors: np.ndarray | None) -> Reading:
+    def _reading(variant: dict[str, Any], x: Any) -> Reading:
+        """A variant's reading of one message's features."""
         classifier = variant["classifier"]
-        p = predict_proba(classifier, features(variant["vectoriser"], [text], vectors))
+        p = predict_proba(classifier, x)
         crisis, small, personal, urgent = _grouped(classifier, p)
         return Reading(crisis=round(float(crisis[0]), 4), small_talk=round(float(small[0]), 4),
                        small_talk_kind=_likeliest_kind(classifier, p, "small_talk")[0],
