@@ -87,6 +87,9 @@ class KeywordIdentifier:
     def correct_spelling(self, text: str) -> str:
         return text
 
+    def correct_english(self, text: str) -> str:
+        return text
+
 
 def write_sources(folder: Path, sources: dict[str, tuple[str, str, str, str]]) -> Path:
     """A small knowledge base: one Markdown source per (id: title, summary, keywords, body)."""

@@ -56,6 +56,14 @@ def test_a_four_turn_chat_reads_like_a_conversation(bot):
     assert replies[2].startswith("You're welcome") and replies[3].startswith("Take care")
 
 
+@pytest.mark.parametrize("message", ["thnks so much", "thank u soooo much", "thx, that helpd"])
+def test_thanks_typed_in_a_hurry_is_small_talk_and_hears_you_are_welcome(bot, message):
+    # Read as the screen's English speller reads it: as written, "thnks" was no word of thanks, and
+    # the reply offered example questions instead.
+    trace = bot.ask(bot.new_thread(), message)
+    assert trace.route == "small_talk" and trace.answer.startswith("You're welcome"), trace.answer
+
+
 @pytest.mark.parametrize("message", ["gonna head off now, night", "catch you tomorrow"])
 def test_a_goodbye_in_no_word_of_its_own_is_read_by_the_learned_layer(bot, message):
     trace = bot.ask(bot.new_thread(), message)

@@ -116,6 +116,18 @@ def test_texting_forms_are_written_out_but_the_knowledge_base_s_own_words_are_no
     assert Speller(["violent"]).correct("gonna") == "gonna"  # only where asked for
 
 
+def test_the_english_speller_reads_common_english_and_leaves_rare_real_words_alone():
+    """The input screen's reading: among equally close words the one English uses far more often;
+    a word English itself uses is a word of its own, however close to a commoner one."""
+    english = Speller(["thinks", "clozapine", "dose"], english=True, informal=True)
+    assert english.correct("thnks so much") == "thanks so much"  # not the knowledge base's "thinks"
+    assert english.correct("shuold i have two tomorow morning") == "should i have two tomorrow morning"
+    assert english.correct("im halving my dose") == "i am halving my dose"  # not "having"
+    assert english.correct("slept thru it") == "slept through it"  # English lists "thru"; written out
+    assert english.correct("is clozapin safe") == "is clozapine safe"  # the knowledge base's words too
+    assert Speller(["thinks"]).correct("thnks") == "thinks"  # the knowledge base's words only
+
+
 @pytest.mark.slow
 def test_a_question_in_texting_words_is_found_as_if_written_out(default_identifier):
     """"gonna" is no word of the knowledge base: left as it is, it carried half the meaning of a

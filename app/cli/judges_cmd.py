@@ -97,6 +97,7 @@ def eval_judges(
     from app.core.models import model_for
     from app.core.records import InputScreen, SourceText
     from app.kb import load_knowledge_base
+    from app.retrieval import open_identifier
     from app.screen import screen_message, screened_route
     from judges.evaluate import evaluate
     from judges.filter import CriticalAnalysisFilter
@@ -115,7 +116,11 @@ def eval_judges(
         return SourceText.of(source) if source else None
 
     with local_server_if_needed(settings):
-        resources = Resources.from_settings(settings, Embedder() if settings.local_embeddings else None)
+        embedder = Embedder()
+        # The screen reads a message's spelling as a user turn does (the identifier's English speller).
+        identifier = open_identifier(settings, embedder, show_progress=False)
+        resources = Resources.from_settings(settings, embedder if settings.local_embeddings else None,
+                                            identifier.correct_english)
         # The judges' verdict on the scenario's own draft: no refiner rewrites it here.
         caf = CriticalAnalysisFilter.from_settings(settings, resources, refiner=None)
         screener = model_for("screener", settings) if 1 in chosen else None

@@ -14,8 +14,13 @@ With `informal`, texting forms the knowledge base never uses are first written o
 (the `contractions` package: "gonna" -> "going to", "dont" -> "do not", "idk" -> "I do not know"):
 left as they are, they read as words the knowledge base lacks, and "is she gonna be violent" looked
 like a question it does not cover. Words the knowledge base uses are never rewritten ("cause").
-Retrieval corrects against the knowledge base's words (phonetically and informally too); the crisis
-screen against its own short list of risk words.
+With `english`, the speller reads as a person would, not only in the knowledge base's words: the
+commonest English words join the vocabulary, a word English uses often enough is a word of its own
+("halving" is not "having"), and a word is corrected only to one English uses far more often than
+the word as typed, the likeliest among equally close ones ("thnks" is "thanks", not "thinks").
+Retrieval corrects against the knowledge base's words (phonetically and informally too); the input
+screen's learned layer reads English (`english`); the crisis patterns their own short list of risk
+words.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from functools import cache
 import contractions
 import jellyfish
 from rapidfuzz import fuzz, process
-from wordfreq import zipf_frequency
+from wordfreq import top_n_list, zipf_frequency
 
 from app.core.medicines import MEDICINE
 
@@ -41,6 +46,12 @@ SOUNDS_CUTOFF = 0.5  # a word that sounds the same must still share this much of
 # base does not name is not one it does).
 LONG_WORD = 10
 LONG_CUTOFF = 0.7
+# English (`english`): the vocabulary's commonest words; a word used at least OWN_WORD often (Zipf
+# scale: 2.5 is about 3 in 10 million words) is left alone; a correction must be used at least
+# MORE_OFTEN more often than the word as typed (3: a thousand times), unless English never used it.
+ENGLISH_WORDS = 50_000
+OWN_WORD = 2.5
+MORE_OFTEN = 3.0
 # Texting forms the `contractions` package leaves alone, as patients and carers type them. "hes"
 # is the commonest ("hes put on loads of weight" found no source; "he's" found the right one).
 # Only forms with one reading here: not "ill" (i'll), "its", "were", "well", "probs" (problems?).
@@ -59,6 +70,16 @@ def written_out(word: str) -> str:
     return _TEXTING.get(word) or contractions.fix(word, leftovers=False, slang=True)
 
 
+@cache
+def _english_words() -> tuple[str, ...]:
+    return tuple(w for w in top_n_list("en", ENGLISH_WORDS) if w.isalpha())
+
+
+@cache
+def _used(word: str) -> float:
+    return zipf_frequency(word, "en")
+
+
 def is_english_word(word: str) -> bool:
     """Whether English text has ever used `word` (wordfreq): "injecshun" and "skitzofrenia" no."""
     return zipf_frequency(word.lower(), "en") > 0
@@ -66,10 +87,12 @@ def is_english_word(word: str) -> bool:
 
 class Speller:
     def __init__(self, corpus_words: Iterable[str], known_words: Iterable[str] = (),
-                 cutoff: float = 0.8, min_length: int = 4, phonetic: bool = False, informal: bool = False):
-        self.vocabulary = {w.lower() for w in corpus_words}
+                 cutoff: float = 0.8, min_length: int = 4, phonetic: bool = False, informal: bool = False,
+                 english: bool = False):
+        self.corpus = {w.lower() for w in corpus_words}
+        self.vocabulary = self.corpus | (set(_english_words()) if english else set())
         self.known = {w.lower() for w in known_words} | self.vocabulary
-        self.cutoff, self.min_length, self.informal = cutoff, min_length, informal
+        self.cutoff, self.min_length, self.informal, self.english = cutoff, min_length, informal, english
         self._buckets: dict[str, list[str]] = defaultdict(list)
         self._sounds: dict[str, list[str]] = defaultdict(list)  # by Metaphone code, if `phonetic`
         for word in sorted(self.vocabulary):
@@ -82,13 +105,14 @@ class Speller:
 
     def correct_word(self, word: str) -> str:
         lower = word.lower()
-        if self.informal and lower not in self.vocabulary and (full := written_out(lower)) != lower:
+        if self.informal and lower not in self.corpus and (full := written_out(lower)) != lower:
             return full
-        if len(lower) < self.min_length or lower in self.known:
+        if len(lower) < self.min_length or lower in self.known or (self.english and _used(lower) >= OWN_WORD):
             return word
         if lower not in self._memo:
             candidates = [w for w in self._buckets.get(lower[0], ()) if abs(len(w) - len(lower)) <= 2]
-            found = process.extractOne(lower, candidates, scorer=fuzz.ratio, score_cutoff=self.cutoff * 100)
+            found = self._likeliest(lower, candidates) if self.english else \
+                process.extractOne(lower, candidates, scorer=fuzz.ratio, score_cutoff=self.cutoff * 100)
             if not found and self._sounds and not is_english_word(lower):
                 found = process.extractOne(lower, self._sounds.get(jellyfish.metaphone(lower), ()),
                                            scorer=fuzz.ratio, score_cutoff=SOUNDS_CUTOFF * 100)
@@ -99,6 +123,13 @@ class Speller:
                 self._memo.clear()
             self._memo[lower] = found[0] if found else lower
         return self._memo[lower] if self._memo[lower] != lower else word
+
+    def _likeliest(self, word: str, candidates: list[str]) -> tuple[str, float] | None:
+        """The closest candidate English uses far more often than `word`; the commoner of equals."""
+        floor = _used(word) + MORE_OFTEN if _used(word) > 0 else 0.0
+        found = [(c, score) for c, score, _ in process.extract(
+            word, candidates, scorer=fuzz.ratio, score_cutoff=self.cutoff * 100, limit=None) if _used(c) >= floor]
+        return max(found, key=lambda f: (f[1], _used(f[0])), default=None)
 
     def correct(self, text: str) -> str:
         return _WORD.sub(lambda m: self.correct_word(m.group(0)), text)

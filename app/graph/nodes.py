@@ -603,7 +603,9 @@ class AnswerNodes:
             # "ok" soon after someone said they or another were in danger: not example questions.
             return {"answer": reminder, "trace": trace}
         models_used = any(self.settings.models.for_role(role).enabled for role in ROLES)
-        answer = small_talk_reply(screen.text, questions, asked, seed=state["turn"], learned=screen.small_talk_kind,
+        # Its kind read by its words as the screen read them ("thnks" is "thanks").
+        said = self.services.identifier.correct_english(screen.text)
+        answer = small_talk_reply(said, questions, asked, seed=state["turn"], learned=screen.small_talk_kind,
                                   models_used=models_used)
         return {"answer": answer, "trace": trace}
 

@@ -33,6 +33,8 @@ class Identifier(Protocol):
 
     def correct_spelling(self, text: str) -> str: ...
 
+    def correct_english(self, text: str) -> str: ...
+
     def score(self, texts: list[str]) -> list[list[tuple[str, float]]]: ...
 
 
@@ -59,9 +61,9 @@ class Services:
         from app.retrieval import open_identifier
 
         embedder = overrides.pop("embedder", None) or Embedder()
-        resources = Resources.from_settings(settings, embedder)
         identifier = overrides.pop("identifier", None) or open_identifier(
             settings, embedder, show_progress=show_progress)
+        resources = Resources.from_settings(settings, embedder, identifier.correct_english)
         chat = overrides.pop("chat") if "chat" in overrides else model_for("chat", settings)
         if "crisis_screener" not in overrides and 1 in settings.caf.tiers:
             overrides["crisis_screener"] = model_for("screener", settings)

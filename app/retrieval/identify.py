@@ -50,9 +50,10 @@ class SourceIdentifier:
         self.settings = settings
         self.chooser = chooser
         self.index_report = None  # set by open_identifier: what opening the index had to do
-        self.speller = Speller(corpus_words(c.text for c in index.chunks),
-                               index.embedder.known_words(), cutoff=settings.retrieval.spelling_cutoff,
-                               phonetic=True, informal=True)
+        words, known = corpus_words(c.text for c in index.chunks), index.embedder.known_words()
+        cutoff = settings.retrieval.spelling_cutoff
+        self.speller = Speller(words, known, cutoff=cutoff, phonetic=True, informal=True)
+        self.english_speller = Speller(words, known, cutoff=cutoff, informal=True, english=True)
 
     def with_settings(self, settings: Settings) -> SourceIdentifier:
         """The same knowledge base and index, read with other retrieval settings (thresholds,
@@ -171,6 +172,11 @@ class SourceIdentifier:
         """Misspelt words and texting forms read as the knowledge base's words ("alchol" ->
         "alcohol", "gonna" -> "going to")."""
         return self.speller.correct(text)
+
+    def correct_english(self, text: str) -> str:
+        """Misspelt words and texting forms read as English ("thnks" -> "thanks", "shuold" ->
+        "should"), the knowledge base's words among it: how the input screen reads a message."""
+        return self.english_speller.correct(text)
 
     # -- retrieval ---------------------------------------------------------------------------
     def score(self, texts: list[str]) -> list[Scored]:

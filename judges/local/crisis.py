@@ -14,7 +14,7 @@ second look; a language or pattern hit never is.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +30,7 @@ from judges.schema import DraftContext, Finding
 
 if TYPE_CHECKING:
     from judges.local.resources import Resources
+    from judges.local.screen_model import Reading
 
 CHECK = "crisis"
 PATTERNS_FILE = Path(__file__).with_name("crisis_patterns.yaml")
@@ -133,10 +134,7 @@ def _assess(text: str, res: Resources) -> Assessment:
         return Assessment(True, 1.0, f"pattern:{hit[0]}", [hit[1]], crisis_kind=kind)
     english = res.screen_model.is_english(text)
     if english:
-        normalised = normalise(text, idiom_mark=IDIOM_MARK)
-        reading = res.screen_model.read(normalised)
-        # Kinds from the model that learned them from requests alone.
-        kinds = res.request_kind.read(normalised)
+        reading, kinds = _read_english(text, res)
     else:
         reading = res.screen_model.read_other_language(text)
         kinds = [reading.boundary_kind] if reading.boundary_kind else []
@@ -154,6 +152,20 @@ def _assess(text: str, res: Resources) -> Assessment:
                       urgent=reading.urgent >= reading.urgent_threshold or (personal and kinds[:1] == ["urgent"]),
                       uncertain=reading.crisis >= reading.second_look,
                       personal_unsure=abs(reading.personal - reading.personal_threshold) < PERSONAL_UNSURE)
+
+
+def _read_english(text: str, res: Resources) -> tuple[Reading, list[str]]:
+    """The learned layer's reading of an English message, and its request kinds (from the model
+    that learned them from requests alone). A misspelt message is read as retrieval reads it too
+    ("shuold i have two tomorow" as "should i have two tomorrow": the models learned mostly from
+    words spelt right), and that reading decides everything but the crisis, which the likelier of
+    the two readings decides (recall first)."""
+    written = normalise(text, idiom_mark=IDIOM_MARK)
+    spelt = normalise(res.correct_spelling(text), idiom_mark=IDIOM_MARK) if res.correct_spelling else written
+    reading = res.screen_model.read(spelt)
+    if spelt != written and (as_written := res.screen_model.read(written)).crisis > reading.crisis:
+        reading = replace(reading, crisis=as_written.crisis, crisis_kind=as_written.crisis_kind)
+    return reading, res.request_kind.read(spelt)
 
 
 def detect_crisis(text: str, res: Resources) -> Finding:

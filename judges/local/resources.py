@@ -32,9 +32,12 @@ REMEMBERED = 4096  # results kept by `remember`, least recently used first out
 
 class Resources:
     def __init__(self, embedder: Embedder | None = None, *, use_embeddings: bool = True,
-                 artefacts_dir: Path = ARTEFACTS_DIR):
+                 artefacts_dir: Path = ARTEFACTS_DIR, correct_spelling: Callable[[str], str] | None = None):
         patterns.data()  # validated now: a broken patterns.yaml stops start-up, not a later turn
         self.embedder = embedder
+        # How retrieval reads a message's spelling (against the knowledge base's words); the
+        # learned screen reads it so too. None: as written.
+        self.correct_spelling = correct_spelling
         self._use_embeddings = use_embeddings and embedder is not None
         self._broken = False
         self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
@@ -51,8 +54,9 @@ class Resources:
         self.request_kind = RequestKindModel.load(self, artefacts_dir)
 
     @classmethod
-    def from_settings(cls, settings, embedder: Embedder | None) -> Resources:
-        return cls(embedder, use_embeddings=settings.local_embeddings)
+    def from_settings(cls, settings, embedder: Embedder | None,
+                      correct_spelling: Callable[[str], str] | None = None) -> Resources:
+        return cls(embedder, use_embeddings=settings.local_embeddings, correct_spelling=correct_spelling)
 
     @property
     def embeddings(self) -> bool:
