@@ -19,8 +19,8 @@ commonest English words join the vocabulary, a word English uses often enough is
 ("halving" is not "having"), and a word is corrected only to one English uses far more often than
 the word as typed, the likeliest among equally close ones ("thnks" is "thanks", not "thinks").
 Retrieval corrects against the knowledge base's words (phonetically and informally too); the input
-screen's learned layer reads English (`english`); the crisis patterns their own short list of risk
-words.
+screen's learned layer reads English (`english`, texting forms as typed: it learned them so); the
+crisis patterns their own short list of risk words.
 """
 
 from __future__ import annotations
@@ -89,8 +89,7 @@ class Speller:
     def __init__(self, corpus_words: Iterable[str], known_words: Iterable[str] = (),
                  cutoff: float = 0.8, min_length: int = 4, phonetic: bool = False, informal: bool = False,
                  english: bool = False):
-        self.corpus = {w.lower() for w in corpus_words}
-        self.vocabulary = self.corpus | (set(_english_words()) if english else set())
+        self.vocabulary = {w.lower() for w in corpus_words} | (set(_english_words()) if english else set())
         self.known = {w.lower() for w in known_words} | self.vocabulary
         self.cutoff, self.min_length, self.informal, self.english = cutoff, min_length, informal, english
         self._buckets: dict[str, list[str]] = defaultdict(list)
@@ -105,7 +104,7 @@ class Speller:
 
     def correct_word(self, word: str) -> str:
         lower = word.lower()
-        if self.informal and lower not in self.corpus and (full := written_out(lower)) != lower:
+        if self.informal and lower not in self.vocabulary and (full := written_out(lower)) != lower:
             return full
         if len(lower) < self.min_length or lower in self.known or (self.english and _used(lower) >= OWN_WORD):
             return word

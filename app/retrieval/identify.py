@@ -53,7 +53,7 @@ class SourceIdentifier:
         words, known = corpus_words(c.text for c in index.chunks), index.embedder.known_words()
         cutoff = settings.retrieval.spelling_cutoff
         self.speller = Speller(words, known, cutoff=cutoff, phonetic=True, informal=True)
-        self.english_speller = Speller(words, known, cutoff=cutoff, informal=True, english=True)
+        self.english_speller = Speller(words, known, cutoff=cutoff, english=True)
 
     def with_settings(self, settings: Settings) -> SourceIdentifier:
         """The same knowledge base and index, read with other retrieval settings (thresholds,

@@ -14,7 +14,7 @@ second look; a language or pattern hit never is.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -156,16 +156,13 @@ def _assess(text: str, res: Resources) -> Assessment:
 
 def _read_english(text: str, res: Resources) -> tuple[Reading, list[str]]:
     """The learned layer's reading of an English message, and its request kinds (from the model
-    that learned them from requests alone). A misspelt message is read as retrieval reads it too
-    ("shuold i have two tomorow" as "should i have two tomorrow": the models learned mostly from
-    words spelt right), and that reading decides everything but the crisis, which the likelier of
-    the two readings decides (recall first)."""
-    written = normalise(text, idiom_mark=IDIOM_MARK)
-    spelt = normalise(res.correct_spelling(text), idiom_mark=IDIOM_MARK) if res.correct_spelling else written
-    reading = res.screen_model.read(spelt)
-    if spelt != written and (as_written := res.screen_model.read(written)).crisis > reading.crisis:
-        reading = replace(reading, crisis=as_written.crisis, crisis_kind=as_written.crisis_kind)
-    return reading, res.request_kind.read(spelt)
+    that learned them from requests alone), with misspelt words read as English ("shuold i have two
+    tomorow" as "should i have two tomorrow"): the models learned mostly from words spelt right,
+    and a message full of slips read as written was heard as something else, a request as a
+    question about sleep, a question about an extra tablet as an overdose."""
+    spelt = res.correct_spelling(text) if res.correct_spelling else text
+    normalised = normalise(spelt, idiom_mark=IDIOM_MARK)
+    return res.screen_model.read(normalised), res.request_kind.read(normalised)
 
 
 def detect_crisis(text: str, res: Resources) -> Finding:
