@@ -68,3 +68,19 @@ def test_the_shipped_answer_keys_load():
     folder = Path(__file__).resolve().parents[1] / "scenarios" / "answers"
     assert len(load_cases(folder / "dev.jsonl")) >= 120
     assert len(load_cases(folder / "holdout.jsonl")) >= 60
+
+
+def test_typing_in_a_hurry_slips_long_words_only_and_the_same_way_each_run():
+    from app.evaluation.typos import with_typos
+
+    question = "My daughter can't remember whether she took her olanzapine this morning"
+    typed = with_typos(question, 1.0)
+    assert typed == with_typos(question, 1.0) != with_typos(question, 1.0, seed=1)
+    assert with_typos(question, 0.0) == question
+    said, slipped = question.lower().replace("'", "").split(), typed.split()
+    assert len(said) == len(slipped)
+    for word, typo in zip(said, slipped, strict=True):
+        if len(word) < 5:
+            assert typo == word
+        else:  # one slip: a swap, a letter dropped, doubled or replaced by its neighbour on the keyboard
+            assert typo != word and abs(len(typo) - len(word)) <= 1 and typo[0] == word[0], (word, typo)

@@ -25,9 +25,13 @@ def eval_answers(
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures and every answer as JSON here.")] = None,
     profile: ProfileOption = None,
     caf: CafOption = None,
+    typos: Annotated[float, typer.Option(
+        min=0.0, max=1.0, help="Type every message in a hurry: this share of long words gets a slip.")] = 0.0,
+    seed: Annotated[int, typer.Option(help="Which slips --typos makes.")] = 0,
 ) -> None:
     """Ask every question as a new conversation (its history first) and score the answers."""
     from app.evaluation.answers import evaluate, load_cases
+    from app.evaluation.typos import with_typos
 
     cases = load_cases(path)
     with ExitStack() as stack:
@@ -40,13 +44,14 @@ def eval_answers(
             thread = bot.new_thread(label="eval answers")
             try:
                 for earlier in history:
-                    bot.ask(thread, earlier, caf=caf)
-                return bot.ask(thread, question, caf=caf)
+                    bot.ask(thread, with_typos(earlier, typos, seed), caf=caf)
+                return bot.ask(thread, with_typos(question, typos, seed), caf=caf)
             finally:
                 bot.delete(thread)  # an evaluation leaves no conversations behind
 
         report = evaluate(cases, ask)
-    table = Table(title=f"Answer quality ({report.n} questions, {escape(str(path))})")
+    typed = f", typed in a hurry: {typos:.0%} of long words slipped, seed {seed}" if typos else ""
+    table = Table(title=f"Answer quality ({report.n} questions, {escape(str(path))}{typed})")
     for column in ("kind", "n", "key points", "fully correct", "route", "cited", "must-not"):
         table.add_column(column, justify="left" if column == "kind" else "right")
     for kind, figures in {**report.per_kind, "all": report.model_dump()}.items():
