@@ -10,7 +10,7 @@ import pytest
 from app.core.config import Settings
 from app.core.models import RoleClient
 from app.core.models.scripted import ScriptedChatModel
-from app.core.spelling import Speller
+from app.core.spelling import Speller, typing_distance
 from app.kb import load_knowledge_base
 from app.retrieval.evaluate import recall_at, reciprocal_rank
 from app.retrieval.parts import split_parts
@@ -125,6 +125,15 @@ def test_the_english_speller_reads_common_english_and_leaves_rare_real_words_alo
     assert english.correct("im halving my dose") == "im halving my dose"  # not "having"
     assert english.correct("is clozapin safe") == "is clozapine safe"  # the knowledge base's words too
     assert english.correct("slept thru it, dont know") == "slept thru it, dont know"  # texting forms stay
+    # Nearest by how people mistype: a neighbouring key is a smaller slip than a letter lost.
+    assert english.correct("next momth") == "next month"  # not "moth", nearer by letters
+
+
+def test_a_slip_of_typing_is_nearer_than_any_other_change_of_a_letter():
+    assert typing_distance("month", "momth") == typing_distance("should", "shuold") == 0.5
+    assert typing_distance("tomorrow", "tomorow") == typing_distance("tomorow", "tomorrow") == 0.5
+    assert typing_distance("moth", "momth") == typing_distance("month", "mokth") == 1.0  # "k" is far from "n"
+    assert typing_distance("dose", "dose") == 0.0
     assert Speller(["thinks"]).correct("thnks") == "thinks"  # the knowledge base's words only
 
 

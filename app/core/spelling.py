@@ -17,7 +17,10 @@ like a question it does not cover. Words the knowledge base uses are never rewri
 With `english`, the speller reads as a person would, not only in the knowledge base's words: the
 commonest English words join the vocabulary, a word English uses often enough is a word of its own
 ("halving" is not "having"), and a word is corrected only to one English uses far more often than
-the word as typed, the likeliest among equally close ones ("thnks" is "thanks", not "thinks").
+the word as typed: of the words close by letters, the nearest by how people mistype (a neighbouring
+key, two letters swapped or a letter doubled is a smaller slip than any other: "momth" is "month",
+not "moth"; "chanves" is "chances", not "changes"), the commoner of equally near ones ("thnks" is
+"thanks", not "thinks").
 Retrieval corrects against the knowledge base's words (phonetically and informally too); the input
 screen's learned layer reads English (`english`, texting forms as typed: it learned them so); the
 crisis patterns their own short list of risk words.
@@ -52,6 +55,12 @@ LONG_CUTOFF = 0.7
 ENGLISH_WORDS = 50_000
 OWN_WORD = 2.5
 MORE_OFTEN = 3.0
+# A keyboard's letters and their neighbours (same row and the rows above and below, as fingers
+# slip): a slip to a neighbour, two letters swapped or a letter doubled costs SMALL_SLIP, any other
+# change of a letter 1.
+_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_POSITION = {key: (row, column + row * 0.5) for row, keys in enumerate(_ROWS) for column, key in enumerate(keys)}
+SMALL_SLIP = 0.5
 # Texting forms the `contractions` package leaves alone, as patients and carers type them. "hes"
 # is the commonest ("hes put on loads of weight" found no source; "he's" found the right one).
 # Only forms with one reading here: not "ill" (i'll), "its", "were", "well", "probs" (problems?).
@@ -124,14 +133,44 @@ class Speller:
         return self._memo[lower] if self._memo[lower] != lower else word
 
     def _likeliest(self, word: str, candidates: list[str]) -> tuple[str, float] | None:
-        """The closest candidate English uses far more often than `word`; the commoner of equals."""
+        """Of the candidates close by letters that English uses far more often than `word`, the one
+        a slip of typing most likely made `word` from; the commoner of equals."""
         floor = _used(word) + MORE_OFTEN if _used(word) > 0 else 0.0
         found = [(c, score) for c, score, _ in process.extract(
             word, candidates, scorer=fuzz.ratio, score_cutoff=self.cutoff * 100, limit=None) if _used(c) >= floor]
-        return max(found, key=lambda f: (f[1], _used(f[0])), default=None)
+        return min(found, key=lambda f: (typing_distance(f[0], word), -_used(f[0])), default=None)
 
     def correct(self, text: str) -> str:
         return _WORD.sub(lambda m: self.correct_word(m.group(0)), text)
+
+
+def _neighbours(a: str, b: str) -> bool:
+    if a not in _POSITION or b not in _POSITION:
+        return False
+    (row_a, x_a), (row_b, x_b) = _POSITION[a], _POSITION[b]
+    return abs(row_a - row_b) <= 1 and abs(x_a - x_b) <= 1 and a != b
+
+
+def typing_distance(meant: str, typed: str) -> float:
+    """How far `typed` is from `meant` by slips of typing: an edit distance (letters added, lost,
+    changed, two neighbours swapped) in which a neighbouring key, a swap and a doubled or undoubled
+    letter cost SMALL_SLIP and any other edit 1."""
+    m, n = len(meant), len(typed)
+    d = [[0.0] * (n + 1) for _ in range(m + 1)]
+    for i in range(1, m + 1):
+        d[i][0] = d[i - 1][0] + (SMALL_SLIP if i > 1 and meant[i - 1] == meant[i - 2] else 1.0)
+    for j in range(1, n + 1):
+        d[0][j] = d[0][j - 1] + (SMALL_SLIP if j > 1 and typed[j - 1] == typed[j - 2] else 1.0)
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            a, b = meant[i - 1], typed[j - 1]
+            lost = SMALL_SLIP if i > 1 and a == meant[i - 2] else 1.0  # "tommorow" meant, "tomorow" typed
+            added = SMALL_SLIP if j > 1 and b == typed[j - 2] else 1.0  # a key held down
+            changed = 0.0 if a == b else SMALL_SLIP if _neighbours(a, b) else 1.0
+            d[i][j] = min(d[i - 1][j] + lost, d[i][j - 1] + added, d[i - 1][j - 1] + changed)
+            if i > 1 and j > 1 and a == typed[j - 2] and meant[i - 2] == b:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + SMALL_SLIP)
+    return d[m][n]
 
 
 def corpus_words(texts: Iterable[str]) -> set[str]:
