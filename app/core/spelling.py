@@ -19,8 +19,7 @@ commonest English words join the vocabulary, a word English uses often enough is
 ("halving" is not "having"), and a word is corrected only to one English uses far more often than
 the word as typed: of the words close by letters, the nearest by how people mistype (a neighbouring
 key, two letters swapped or a letter doubled is a smaller slip than any other: "momth" is "month",
-not "moth"; "chanves" is "chances", not "changes"), the commoner of equally near ones ("thnks" is
-"thanks", not "thinks").
+not "moth"), the commoner of equally near ones ("thnks" is "thanks", not "thinks").
 Retrieval corrects against the knowledge base's words (phonetically and informally too); the input
 screen's learned layer reads English (`english`, texting forms as typed: it learned them so); the
 crisis patterns their own short list of risk words.
@@ -58,8 +57,8 @@ MORE_OFTEN = 3.0
 # A keyboard's letters and their neighbours (same row and the rows above and below, as fingers
 # slip): a slip to a neighbour, two letters swapped or a letter doubled costs SMALL_SLIP, any other
 # change of a letter 1.
-_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
-_POSITION = {key: (row, column + row * 0.5) for row, keys in enumerate(_ROWS) for column, key in enumerate(keys)}
+KEYBOARD_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+_POSITION = {key: (row, column + row * 0.5) for row, keys in enumerate(KEYBOARD_ROWS) for column, key in enumerate(keys)}
 SMALL_SLIP = 0.5
 # Texting forms the `contractions` package leaves alone, as patients and carers type them. "hes"
 # is the commonest ("hes put on loads of weight" found no source; "he's" found the right one).

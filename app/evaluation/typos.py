@@ -12,10 +12,12 @@ from __future__ import annotations
 import random
 import re
 
+from app.core.spelling import KEYBOARD_ROWS
+
 _LONG_WORD = re.compile(r"[a-z]{5,}")
-_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
-# Each letter's neighbours on the same keyboard row.
-_NEIGHBOURS = {row[i]: row[max(0, i - 1):i] + row[i + 1:i + 2] for row in _ROWS for i in range(len(row))}
+# Each letter's neighbours on its own row: fewer than the speller allows for (the rows above and
+# below too), so the slips are not made to the speller's measure alone.
+_NEIGHBOURS = {row[i]: row[max(0, i - 1):i] + row[i + 1:i + 2] for row in KEYBOARD_ROWS for i in range(len(row))}
 
 
 def with_typos(text: str, rate: float, seed: int | str = 0) -> str:
