@@ -313,6 +313,16 @@ def test_a_request_about_ones_own_case_gets_a_kind_boundary_with_the_fact_and_wh
     assert re.search(r"prescriber|pharmacist|care (team|coordinator)|psychiatrist|doctor|GP|out-of-hours", trace.answer)
 
 
+@pytest.mark.parametrize(("typed", "spelt"), [
+    ("is schizofrenia genetic", "is schizophrenia genetic"),
+])
+def test_a_misspelt_question_gets_the_card_it_gets_spelt_right(make_bot, typed, spelt):
+    bot = make_bot()
+    answers = [bot.ask(bot.new_thread(), message) for message in (typed, spelt)]
+    assert answers[1].card is not None, answers[1].answer
+    assert answers[0].card == answers[1].card, (answers[0].answer, answers[1].answer)
+
+
 @pytest.mark.parametrize("question", [
     "slept through my evening tablet, should i have two tomorrow morning?",  # a dose by its words
     "didnt take my risperidone yesterday, can i just have a double one today",

@@ -212,8 +212,11 @@ class AnswerNodes:
             # just blocking dopamine").
             about_medicine = refers_back(text) and mentions_medicine(" ".join(read_topic))
             said = self._sources_named(text) if own_case and not about_medicine else set()
-            match = self.services.cards.match(text, self.settings.retrieval, own_case=own_case,
-                                              requests=screen.boundary_kinds, best_source=best, topics=said)
+            # Matched on its words as the screen read them ("is schizofrenia genetic" is the causes
+            # card's question, not the one on what schizophrenia is); texting forms stay as typed.
+            match = self.services.cards.match(self.services.identifier.correct_english(text), self.settings.retrieval,
+                                              own_case=own_case, requests=screen.boundary_kinds, best_source=best,
+                                              topics=said)
             if match is None and identification.context:
                 # Too few words of its own to be near any card ("will i get it too?" after "my mum
                 # was just diagnosed"): the message as read with the conversation.

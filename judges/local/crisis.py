@@ -160,7 +160,7 @@ def _read_english(text: str, res: Resources) -> tuple[Reading, list[str]]:
     tomorow" as "should i have two tomorrow"): the models learned mostly from words spelt right,
     and a message full of slips read as written was heard as something else, a request as a
     question about sleep, a question about an extra tablet as an overdose."""
-    spelt = res.correct_spelling(text) if res.correct_spelling else text
+    spelt = res.correct_english(text) if res.correct_english else text
     normalised = normalise(spelt, idiom_mark=IDIOM_MARK)
     return res.screen_model.read(normalised), res.request_kind.read(normalised)
 

@@ -32,12 +32,12 @@ REMEMBERED = 4096  # results kept by `remember`, least recently used first out
 
 class Resources:
     def __init__(self, embedder: Embedder | None = None, *, use_embeddings: bool = True,
-                 artefacts_dir: Path = ARTEFACTS_DIR, correct_spelling: Callable[[str], str] | None = None):
+                 artefacts_dir: Path = ARTEFACTS_DIR, correct_english: Callable[[str], str] | None = None):
         patterns.data()  # validated now: a broken patterns.yaml stops start-up, not a later turn
         self.embedder = embedder
-        # How retrieval reads a message's spelling (against the knowledge base's words); the
-        # learned screen reads it so too. None: as written.
-        self.correct_spelling = correct_spelling
+        # Misspelt words read as English (the identifier's English speller), as the learned
+        # screen reads a message. None: as written.
+        self.correct_english = correct_english
         self._use_embeddings = use_embeddings and embedder is not None
         self._broken = False
         self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
@@ -55,8 +55,8 @@ class Resources:
 
     @classmethod
     def from_settings(cls, settings, embedder: Embedder | None,
-                      correct_spelling: Callable[[str], str] | None = None) -> Resources:
-        return cls(embedder, use_embeddings=settings.local_embeddings, correct_spelling=correct_spelling)
+                      correct_english: Callable[[str], str] | None = None) -> Resources:
+        return cls(embedder, use_embeddings=settings.local_embeddings, correct_english=correct_english)
 
     @property
     def embeddings(self) -> bool:
