@@ -61,6 +61,7 @@ eval: $(VENV)/.installed-runtime artefacts
 	$(BIN)/cafbot eval answers scenarios/answers/dev3.jsonl --json .cafbot/answers_dev3.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev4.jsonl --json .cafbot/answers_dev4.json
 	$(BIN)/cafbot eval answers scenarios/answers/holdout.jsonl --json .cafbot/answers_holdout.json
+	$(BIN)/cafbot eval answers scenarios/answers/holdout2.jsonl --json .cafbot/answers_holdout2.json
 
 # The README's screenshots, taken by the browser test (needs Debian's chromium).
 screenshots: $(VENV)/.installed-dev
