@@ -183,3 +183,19 @@ def test_a_card_that_serves_several_questions_leads_with_the_one_asked(embedder)
 def test_a_sentence_that_leans_on_the_one_before_never_leads_a_card(embedder):
     from app.generation.cards import led_by_answer
     assert led_by_answer(BIRTH, "should I ask about breastfeeding before the birth?", embedder.encode) == BIRTH
+
+
+@pytest.mark.parametrize(("message", "told", "asked"), [
+    ("my son has schizophrenia and won't take his meds", "my son has schizophrenia", "won't take his meds"),
+    ("my daughter was diagnosed last year and she skips her tablets, what can we do",
+     "my daughter was diagnosed last year", "she skips her tablets what can we do"),
+    # Nothing asked of its own, or words that lean on the situation: no situation set aside.
+    ("my son has just been diagnosed with schizophrenia, what now?", "", None),
+    ("my mum was diagnosed years ago, is it genetic?", "", None),
+    ("i have paranoid schizophrenia", "", None),
+    ("i keep hearing my name when no ones there. do i have schizophrenia", "", None),
+])
+def test_a_card_is_sought_for_what_is_asked_without_the_situation_told(message, told, asked):
+    from app.retrieval.cards import situation_told
+
+    assert situation_told(message) == (told, asked or message)

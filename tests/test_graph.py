@@ -323,6 +323,25 @@ def test_a_misspelt_question_gets_the_card_it_gets_spelt_right(make_bot, typed, 
     assert answers[0].card == answers[1].card, (answers[0].answer, answers[1].answer)
 
 
+@pytest.mark.parametrize(("told", "asked"), [
+    ("my son has schizophrenia and won't take his meds", "my son won't take his meds"),
+])
+def test_a_question_told_with_the_situation_gets_the_card_it_gets_alone(make_bot, told, asked):
+    # The situation's words ("my son has schizophrenia") are near the just-diagnosed card's
+    # phrasings; what is asked decides.
+    bot = make_bot()
+    answers = [bot.ask(bot.new_thread(), message) for message in (told, asked)]
+    assert answers[1].card is not None, answers[1].answer
+    assert answers[0].card == answers[1].card, (answers[0].answer, answers[1].answer)
+
+
+def test_a_statement_told_with_the_situation_is_not_given_the_situation_s_card(make_bot):
+    bot = make_bot()
+    told = bot.ask(bot.new_thread(), "my husband has schizophrenia")
+    assert told.card is not None, told.answer
+    assert bot.ask(bot.new_thread(), "my husband has schizophrenia and he sleeps all day").card != told.card
+
+
 @pytest.mark.parametrize("question", [
     "slept through my evening tablet, should i have two tomorrow morning?",  # a dose by its words
     "didnt take my risperidone yesterday, can i just have a double one today",

@@ -2,17 +2,46 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from app.core.answer_types import asks_anything
 from app.core.config import Retrieval
 from app.core.medicines import mentions_medicine
-from app.core.text import content_stems
+from app.core.text import content_stems, stem
 from app.kb.cards import AnswerCard
+from app.retrieval.references import refers_back
 
 Embed = Callable[[list[str]], np.ndarray]
+
+# Words that only say who is ill, with what and since when ("my son was diagnosed with
+# schizophrenia last year"): a clause of these alone is the asker's situation, not their question.
+_SITUATION_TEXT = """
+son daughter child children kid kids boy girl mum mom mother dad father parent parents brother sister
+husband wife partner boyfriend girlfriend friend mate relative uncle aunt cousin grandson granddaughter
+flatmate family schizophrenia schizophrenic schizoaffective psychosis psychotic paranoid illness
+condition diagnosis diagnosed told found got year years month months week weeks day days ago last
+recently since today yesterday now
+"""
+_SITUATION = frozenset(stem(w) for w in _SITUATION_TEXT.split())
+_CLAUSE = re.compile(r"[,;.!?]+|\b(?:and|but|so)\b", re.IGNORECASE)
+
+
+def situation_told(question: str) -> tuple[str, str]:
+    """(the clauses that only state the situation, the rest): "my son has schizophrenia and won't
+    take his meds" tells "my son has schizophrenia" and asks "won't take his meds"; "do I have
+    schizophrenia?" asks, in the same words. No situation
+    ("", the message) when setting it aside would leave nothing asked of its own ("my son was just
+    diagnosed, what now?") or leave words that lean on it ("my brother has it. will I get it?")."""
+    clauses = [c.strip() for c in _CLAUSE.split(question) if c.strip()]
+    told = [c for c in clauses if (stems := content_stems(c)) and stems <= _SITUATION and not asks_anything(c)]
+    rest = " ".join(c for c in clauses if c not in told)
+    if not told or not content_stems(rest) - _SITUATION or refers_back(rest):
+        return "", question
+    return " ".join(told), rest
 
 
 @dataclass(frozen=True)
@@ -38,6 +67,26 @@ class CardMatcher:
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
               requests: Sequence[str] = (), best_source: str = "", topics: Collection[str] = ()) -> CardMatch | None:
+        """The card for what the message asks, read without the clauses that only state the
+        situation (`situation_told`) when that finds a card confidently: the situation's words
+        sway a whole message's embedding towards the cards about that situation ("my son has
+        schizophrenia and won't take his meds" is near "my son has just been diagnosed with
+        schizophrenia"). Else the card for the whole message (see `_match`), unless it is the card
+        the situation alone would get."""
+        options = dict(own_case=own_case, requests=requests, best_source=best_source, topics=topics)
+        situation, asked = situation_told(question)
+        if not situation:
+            return self._match(question, settings, **options)
+        found = self._match(asked, settings, **options)
+        if found is not None and found.confident:
+            return found
+        whole = self._match(question, settings, **options)
+        if whole is not None and (told := self._match(situation, settings)) is not None and told.card is whole.card:
+            return found  # the card for the situation alone ("my husband has schizophrenia and he sleeps all day")
+        return whole
+
+    def _match(self, question: str, settings: Retrieval, *, own_case: bool = False,
+               requests: Sequence[str] = (), best_source: str = "", topics: Collection[str] = ()) -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`; `requests`: the screen's reading of its
         kind, and any kind nearly as likely), the boundary card for that kind of request (see
