@@ -326,6 +326,19 @@ def test_a_question_gets_the_card_it_gets_put_plainly(make_bot, said, plainly):
     assert answers[0].card == answers[1].card, (answers[0].answer, answers[1].answer)
 
 
+def test_a_request_about_a_medicine_with_a_source_of_its_own_hears_that_source_s_safety_fact(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    for said in ("i'm on clozapine", "i forgot to take it for the last four days"):
+        bot.ask(thread, said)
+    restart = bot.ask(thread, "ok to just take my usual amount tonight?")
+    assert restart.route == "boundary"
+    assert re.search(r"two days.*clozapine team", restart.answer.split("\n\n", 1)[-1], re.S), restart.answer
+    # Only when the source speaks to the request: it says nothing of a drink at the weekend.
+    drinks = bot.ask(bot.new_thread(), "i take clozapine, can i have a couple of beers at the weekend")
+    assert "S11" not in drinks.citations, drinks.answer
+
+
 def test_a_statement_told_with_the_situation_is_not_given_the_situation_s_card(make_bot):
     bot = make_bot()
     told = bot.ask(bot.new_thread(), "my husband has schizophrenia")

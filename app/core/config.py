@@ -163,6 +163,11 @@ class Retrieval(Record):
     boundary_card_threshold: float = Field(0.55, ge=0.0, le=1.0)
     # ... and when none is that close or two are equally close, the nearest above this floor.
     boundary_card_floor: float = Field(0.3, ge=0.0, le=1.0)
+    # After a boundary card, the source about the medicine the request names adds its sentence
+    # when that sentence is at least this close to the request read with the conversation ("after
+    # a break of two days…" to "I'm on clozapine … forgot it three days … start back tonight?" is
+    # 0.63; its best sentence for "how many drinks can I have on clozapine?" is 0.43).
+    medicine_source_floor: float = Field(0.55, ge=0.0, le=1.0)
 
 
 class Prompting(Record):

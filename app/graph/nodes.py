@@ -50,7 +50,12 @@ from app.kb.cards import AnswerCard
 from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, topics_list
 from app.retrieval.cards import CardMatch
 from app.retrieval.condense import condense
-from app.retrieval.references import about_another_medicine, refers_back, with_subject
+from app.retrieval.references import (
+    about_another_medicine,
+    named_medicines,
+    refers_back,
+    with_subject,
+)
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic, says_little, screen_message, was_crisis
 from app.small_talk import about_this_chat, small_talk_reply
@@ -306,7 +311,8 @@ class AnswerNodes:
         candidates = found.candidates if found.outcome == "clear" else []
         said = {c.source_id: len(self.services.identifier.keywords_said(asked, c.source_id)) for c in candidates
                 if c.source_id not in card.sources and c.source_id in state["prompt_source_ids"]}
-        topic = max((sid for sid in said if said[sid]), key=lambda sid: said[sid], default="")
+        topic = max((sid for sid in said if said[sid]), key=lambda sid: said[sid], default="") \
+            or self._medicine_s_own_source(state, card)
         if not topic:
             return ""
         doc = self.services.source_text(topic)
@@ -314,6 +320,22 @@ class AnswerNodes:
             return ""
         added = compose_extractive_answer([asked], [doc], self.services.embed, max_sentences=2, quoted=card.body)
         return added.removesuffix(reply("verification_reminder")).strip()
+
+    def _medicine_s_own_source(self, state: ChatState, card: AnswerCard) -> str:
+        """The source about the medicine the request is about (the message or the conversation
+        names it), when there is one, the card does not cite it, and a sentence of it speaks to the
+        request (`medicine_source_floor`): a medicine with a source of its own has safety facts of
+        its own ("I'm on clozapine", "can I start back on my normal dose tonight?": after a break of
+        two days, not at the usual dose)."""
+        request = state["trace"].resolved_question or state["screen"].text
+        about = set(named_medicines([request]))
+        source = next((source.id for source in self.services.identifier.knowledge_base
+                       if about & set(named_medicines([source.title])) and source.id not in card.sources
+                       and source.id in state["prompt_source_ids"]), "")
+        doc = self.services.source_text(source) if source else None
+        # Only when it speaks to the request: the clozapine source has nothing on a drink at a wedding.
+        best = pick_sentences([request], [doc], self.services.embed, max_sentences=1, quoted=card.body) if doc else []
+        return source if best and best[0].score >= self.settings.retrieval.medicine_source_floor else ""
 
     def _what_the_card_leaves_out(self, state: ChatState, card: AnswerCard) -> str:
         """After a card, the sentence of its sources (or the turn's) on what the message names and
