@@ -36,6 +36,11 @@ someone people person often usually generally sometimes many much well even stil
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
+# The people a message may be about besides the writer ("my son", "our flatmate").
+RELATIONS = ("son", "daughter", "child", "kid", "boy", "girl", "mum", "mom", "mother", "dad", "father", "parent",
+             "brother", "sister", "husband", "wife", "partner", "boyfriend", "girlfriend", "friend", "mate",
+             "relative", "uncle", "aunt", "cousin", "grandson", "granddaughter", "flatmate")
+
 NUMBER_WORDS = {
     "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,

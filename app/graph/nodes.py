@@ -35,7 +35,7 @@ from app.core.records import (
     Turn,
     TurnTrace,
 )
-from app.core.text import citations_in, split_sentences
+from app.core.text import RELATIONS, citations_in, split_sentences
 from app.generation.cards import led_by_answer
 from app.generation.extractive import (
     compose_extractive_answer,
@@ -68,9 +68,8 @@ RELATED_FROM = 0.02
 # The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
 _SOMEONE_ELSE_IN_DANGER = frozenset(["third_person", "third_person_risk", "third_person_danger", "missing_person"])
 _ANOTHER_PERSON = re.compile(
-    r"\b(?:he|she|him|his|her|hers|he'?s|she'?s|hes|shes)\b|\b(?:my|our)\s+(?:\w+\s+){0,2}?(?:son|daughter|child|"
-    r"kid|boy|girl|mum|mom|mother|dad|father|parent|brother|sister|husband|wife|partner|boyfriend|girlfriend|"
-    r"friend|mate|relative|uncle|aunt|cousin|grandson|granddaughter|flatmate)s?\b", re.IGNORECASE)
+    r"\b(?:he|she|him|his|her|hers|he'?s|she'?s|hes|shes)\b|\b(?:my|our)\s+(?:\w+\s+){0,2}?(?:"
+    + "|".join(RELATIONS) + r")s?\b", re.IGNORECASE)
 # "Who do I call?", "where can I go tonight?", "what number do I ring?": where to get help, not what to do.
 _ASKS_WHO_TO_CONTACT = re.compile(
     r"\b(?:who|where|what (?:number|line|service))\b(?:\W+\w+){0,5}?\W+(?:call|ring|phone|contact|text|go|turn|"
@@ -301,7 +300,8 @@ class AnswerNodes:
         card cites another: "should I stop my meds now I'm pregnant?" hears the pregnancy source
         too, not only why not to stop alone. The topic is read without medicine names, which
         every medicine source shares ("can I stop my olanzapine?" is not about smoking, though
-        the smoking source names olanzapine), and must say one of the source's keywords."""
+        the smoking source names olanzapine), and must say one of the source's keywords; else the
+        source about the medicine the request names (`_medicine_s_own_source`)."""
         asked = state.get("question") or state["screen"].text
         found = self.services.identifier.identify(without_medicines(asked))
         # The topic must be said in so many words: retrieval alone is sure of too much. Of the

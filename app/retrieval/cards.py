@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -11,32 +10,29 @@ import numpy as np
 from app.core.answer_types import asks_anything
 from app.core.config import Retrieval
 from app.core.medicines import mentions_medicine
-from app.core.text import content_stems, stem
+from app.core.text import RELATIONS, content_stems, stem
 from app.kb.cards import AnswerCard
-from app.retrieval.references import refers_back
+from app.retrieval.references import CLAUSE_END, refers_back
 
 Embed = Callable[[list[str]], np.ndarray]
 
 # Words that only say who is ill, with what and since when ("my son was diagnosed with
 # schizophrenia last year"): a clause of these alone is the asker's situation, not their question.
 _SITUATION_TEXT = """
-son daughter child children kid kids boy girl mum mom mother dad father parent parents brother sister
-husband wife partner boyfriend girlfriend friend mate relative uncle aunt cousin grandson granddaughter
-flatmate family schizophrenia schizophrenic schizoaffective psychosis psychotic paranoid illness
+children family schizophrenia schizophrenic schizoaffective psychosis psychotic paranoid illness
 condition diagnosis diagnosed told found got year years month months week weeks day days ago last
 recently since today yesterday now
 """
-_SITUATION = frozenset(stem(w) for w in _SITUATION_TEXT.split())
-_CLAUSE = re.compile(r"[,;.!?]+|\b(?:and|but|so)\b", re.IGNORECASE)
+_SITUATION = frozenset(stem(w) for w in (*RELATIONS, *_SITUATION_TEXT.split()))
 
 
 def situation_told(question: str) -> tuple[str, str]:
     """(the clauses that only state the situation, the rest): "my son has schizophrenia and won't
     take his meds" tells "my son has schizophrenia" and asks "won't take his meds"; "do I have
-    schizophrenia?" asks, in the same words. No situation
-    ("", the message) when setting it aside would leave nothing asked of its own ("my son was just
-    diagnosed, what now?") or leave words that lean on it ("my brother has it. will I get it?")."""
-    clauses = [c.strip() for c in _CLAUSE.split(question) if c.strip()]
+    schizophrenia?" asks, in the same words. No situation ("", the message) when setting it aside
+    would leave nothing asked of its own ("my son was just diagnosed, what now?") or leave words
+    that lean on it ("my brother has it. will I get it?")."""
+    clauses = [c.strip() for c in CLAUSE_END.split(question) if c.strip()]
     told = [c for c in clauses if (stems := content_stems(c)) and stems <= _SITUATION and not asks_anything(c)]
     rest = " ".join(c for c in clauses if c not in told)
     if not told or not content_stems(rest) - _SITUATION or refers_back(rest):

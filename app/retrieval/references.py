@@ -82,7 +82,7 @@ def refers_back(text: str) -> bool:
 # A phrase still open before the reference ("side effects of", "how much of"): the reference
 # completes it, so what the phrase names is what is asked about, not what "it" stands for.
 _OPEN_PHRASE = re.compile(r"\b(?:of|about|for|with|on|from|to|in|at|into|off)\s*$", re.IGNORECASE)
-_CLAUSE_END = re.compile(r"[,.;:?!]|\b(?:and|but|so)\b", re.IGNORECASE)
+CLAUSE_END = re.compile(r"[,.;:?!]|\b(?:and|but|so)\b", re.IGNORECASE)
 
 
 def before_reference(text: str) -> str:
@@ -95,7 +95,7 @@ def before_reference(text: str) -> str:
     match = _first_reference(text)
     lead = text[:match.start()] if match else text
     if match and _OPEN_PHRASE.search(lead):
-        ends = list(_CLAUSE_END.finditer(lead))
+        ends = list(CLAUSE_END.finditer(lead))
         lead = lead[:ends[-1].start()] if ends else ""
     return lead
 
