@@ -161,6 +161,36 @@ def test_a_request_about_no_medicine_gets_the_card_on_its_topic_not_its_kind(emb
     assert meds is not None and "stop_or_reduce" in meds.card.requests, meds
 
 
+@pytest.mark.slow
+def test_retrieval_s_sources_choose_among_the_cards_for_a_kind_and_a_named_topic_can_outvote_it(embedder, knowledge_base):
+    """Two boundary cards answer requests to combine things with a medicine (drink and cannabis;
+    other medicines and remedies): the phrasings cannot tell which one "St John's wort" is, the
+    sources retrieval found can. A general card much closer than the kind's card, on a topic the
+    message names by its keywords and the kind's card's topic not, answers (the smoking card for
+    quitting smoking on clozapine); otherwise the kind's card stays."""
+    from app.core.config import Retrieval
+    from app.retrieval.cards import CardMatcher
+
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    settings = Retrieval()
+    combine = [card for card in knowledge_base.cards if "combine" in card.requests]
+    assert len(combine) >= 2 and len({frozenset(card.sources) for card in combine}) == len(combine)
+    herbal = "can she take st john's wort alongside her aripiprazole"
+    for card in combine:
+        found = matcher.match(herbal, settings, own_case=True, requests=["combine"], found=card.sources)
+        assert found is not None and found.card is card, (card.id, found)
+    smoking = "I'm on clozapine. my mate says I should quit smoking and switch to vaping, is that a good idea?"
+    alone = matcher.match(smoking, settings, own_case=True, requests=["combine"])
+    assert alone is not None and alone.card.kind == "boundary", alone
+    general = matcher._closest(matcher._similarities(smoking), settings)
+    assert general is not None and general.card.kind == "answer"
+    agreed = matcher.match(smoking, settings, own_case=True, requests=["combine"], topics=general.card.sources[:1])
+    assert agreed is not None and agreed.card is general.card and agreed.confident, agreed
+    both = matcher.match(smoking, settings, own_case=True, requests=["combine"],
+                         topics=[*general.card.sources[:1], *alone.card.sources])
+    assert both is not None and both.card is alone.card, both  # it names the kind's card's topic too
+
+
 BIRTH = ("The weeks after having a baby are a time of higher risk of relapse. [S34] "
          "It helps to make a written plan before the birth. [S34] "
          "Many antipsychotics pass into breast milk in small amounts, and with a few, such as clozapine, "

@@ -204,10 +204,10 @@ class AnswerNodes:
                 topic = [text]
             else:
                 topic = [topic[0], text]
-            # Retrieval's best source vouches for a card only for a message read on its own words:
+            # Retrieval's sources vouch for a card only for a message read on its own words:
             # "can it be permanent?" after NMS is not about the tardive dyskinesia card's "it".
-            best = identification.candidates[0].source_id if identification.outcome == "clear" \
-                and identification.candidates and not identification.context else ""
+            found = [c.source_id for c in identification.candidates] \
+                if identification.outcome == "clear" and not identification.context else []
             own_case = _own_case(screen)  # whose case and what is asked: read once for the checks below
             # The sources whose own keywords the message says: what a request is about, whatever
             # kind of request its other words make it ("should we stop him smoking weed?").
@@ -219,7 +219,7 @@ class AnswerNodes:
             # Matched on its words as the screen read them ("is schizofrenia genetic" is the causes
             # card's question, not the one on what schizophrenia is); texting forms stay as typed.
             match = self.services.cards.match(self.services.identifier.correct_english(text), self.settings.retrieval,
-                                              own_case=own_case, requests=screen.boundary_kinds, best_source=best,
+                                              own_case=own_case, requests=screen.boundary_kinds, found=found,
                                               topics=said)
             if match is None and identification.context:
                 # Too few words of its own to be near any card ("will i get it too?" after "my mum

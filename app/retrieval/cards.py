@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,10 @@ def situation_told(question: str) -> tuple[str, str]:
     return " ".join(told), rest
 
 
+# How much closer one card must be than another to win over a second reading that prefers the other.
+MUCH_CLOSER = 0.1
+
+
 @dataclass(frozen=True)
 class CardMatch:
     card: AnswerCard
@@ -62,14 +67,14 @@ class CardMatcher:
         return self._vectors
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
-              requests: Sequence[str] = (), best_source: str = "", topics: Collection[str] = ()) -> CardMatch | None:
+              requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = ()) -> CardMatch | None:
         """The card for what the message asks, read without the clauses that only state the
         situation (`situation_told`) when that finds a card confidently: the situation's words
         sway a whole message's embedding towards the cards about that situation ("my son has
         schizophrenia and won't take his meds" is near "my son has just been diagnosed with
         schizophrenia"). Else the card for the whole message (see `_match`), unless it is the card
         the situation alone would get."""
-        options = dict(own_case=own_case, requests=requests, best_source=best_source, topics=topics)
+        options = dict(own_case=own_case, requests=requests, found=found, topics=topics)
         situation, asked = situation_told(question)
         if not situation:
             return self._match(question, settings, **options)
@@ -82,28 +87,37 @@ class CardMatcher:
         return whole
 
     def _match(self, question: str, settings: Retrieval, *, own_case: bool = False,
-               requests: Sequence[str] = (), best_source: str = "", topics: Collection[str] = ()) -> CardMatch | None:
+               requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = ()) -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`; `requests`: the screen's reading of its
         kind, and any kind nearly as likely), the boundary card for that kind of request (see
-        `_requested`), else the closest boundary card; unless a general card is much closer. `best_source`: the source retrieval
-        found best for the question, if it found one clearly; a general card drawing on it needs
-        less closeness (`card_agreed_threshold`); `topics`: the sources whose keywords the
-        question says."""
+        `_requested`), else the closest boundary card; unless a general card is much closer.
+        `found`: the sources retrieval found clearly for the question, best first; a general card
+        drawing on the best needs less closeness (`card_agreed_threshold`); `topics`: the sources
+        whose keywords the question says."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
         general = self._closest(similarities, settings)
-        if best_source and (general is None or not general.confident):
-            general = self._agreed(similarities, settings, best_source) or general
+        if found and (general is None or not general.confident):
+            general = self._agreed(similarities, settings, found[0]) or general
         boundary = None
         if own_case:
-            boundary = (self._requested(question, similarities, requests, settings, topics)
+            boundary = (self._requested(question, similarities, requests, settings, topics, found)
                         or self._closest(similarities, settings, boundary_only=True))
         if boundary is None:
             return general
-        if general is not None and general.confident and general.similarity > boundary.similarity + 0.1:
-            return general  # a much closer general card: its topic, framed as a boundary reply
+        # A much closer general card answers, its topic framed as a boundary reply, when it is
+        # close enough to deliver, or the message names its topic in so many words (`topics`) and
+        # none of the boundary card's: "I'm on clozapine, should I quit smoking?" is the smoking
+        # card's, not the one on drink and cannabis its kind of request chose; "my mum wants to
+        # come off clozapine because of the blood tests" still hears why not to stop alone, and
+        # "my brother has schizophrenia, will I get it?" is no closer to the card for a new
+        # diagnosis than its words about the situation make it.
+        named = set(topics)
+        if general is not None and general.similarity > boundary.similarity + MUCH_CLOSER and (
+                general.confident or set(general.card.sources) & named and not set(boundary.card.sources) & named):
+            return dataclasses.replace(general, confident=True)
         return boundary
 
     def nearest_boundary(self, question: str, settings: Retrieval) -> CardMatch | None:
@@ -138,7 +152,7 @@ class CardMatcher:
         return CardMatch(self._owners[index], similarity, self._phrasings[index], confident=True)
 
     def _requested(self, question: str, similarities: np.ndarray, requests: Sequence[str],
-                   settings: Retrieval, topics: Collection[str] = ()) -> CardMatch | None:
+                   settings: Retrieval, topics: Collection[str] = (), found: Sequence[str] = ()) -> CardMatch | None:
         """The closest of the boundary cards that answer these kinds of request (the likeliest kind,
         and any kind nearly as likely: the card's phrasings then decide). The screen's reading
         of the request, learned from hundreds of them, says what is asked better than the nearest
@@ -151,11 +165,18 @@ class CardMatcher:
         question speaks of no medicine and names the topic of the nearest boundary card
         (`topics`, by keyword) but not that of the kind's card, the nearest answers ("should we
         stop him smoking weed?" is about cannabis, not stopping medicine), and when no boundary card
-        is about what it names, none is (the reply is composed from what retrieval found)."""
+        is about what it names, none is (the reply is composed from what retrieval found). Of
+        several cards for the kind, one drawing on a source retrieval found (`found`) comes first
+        unless another is much closer: the phrasings may not know the words ("St John's wort"),
+        retrieval's examples may."""
         serving = [i for i, owner in enumerate(self._owners) if set(requests) & set(owner.requests)]
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
+        agreeing = max((i for i in serving if set(self._owners[i].sources) & set(found)),
+                       key=lambda i: similarities[i], default=None)
+        if agreeing is not None and similarities[best] - similarities[agreeing] < MUCH_CLOSER:
+            best = agreeing
         nearest = self._nearest_boundary(similarities)
         if topics and not mentions_medicine(question) and not set(self._owners[best].sources) & set(topics):
             if nearest is None or not set(self._owners[nearest].sources) & set(topics):
