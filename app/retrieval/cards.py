@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
 import dataclasses
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,7 +116,7 @@ class CardMatcher:
         # diagnosis than its words about the situation make it.
         named = set(topics)
         if general is not None and general.similarity > boundary.similarity + MUCH_CLOSER and (
-                general.confident or set(general.card.sources) & named and not set(boundary.card.sources) & named):
+                general.confident or (set(general.card.sources) & named and not set(boundary.card.sources) & named)):
             return dataclasses.replace(general, confident=True)
         return boundary
 
