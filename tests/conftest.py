@@ -71,6 +71,22 @@ def embedder():
 
 
 @pytest.fixture(scope="session")
+def evaluation_messages() -> list[str]:
+    """Every message the evaluation sets ask (answer sets with their earlier messages, retrieval
+    questions): what nothing the product learns from may nearly repeat."""
+    import json
+
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    messages = []
+    for file in [*root.glob("answers/*.jsonl"), root / "retrieval" / "questions.jsonl"]:
+        for line in file.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                case = json.loads(line)
+                messages += [case["question"], *case.get("history", [])]
+    return messages
+
+
+@pytest.fixture(scope="session")
 def embedding_resources(embedder, tmp_path_factory):
     """Tier-0 resources with the real embedder and learned checks (trained once per session)."""
     from judges.local import Resources

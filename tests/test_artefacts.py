@@ -58,14 +58,12 @@ def test_kinds_of_request_are_learned_from_requests_alone_and_their_data_never_m
 
 
 @pytest.mark.slow
-def test_no_kind_labelled_request_nearly_repeats_a_question_of_an_answer_evaluation_set(embedder):
+def test_no_kind_labelled_request_nearly_repeats_a_question_of_an_evaluation_set(embedder, evaluation_messages):
     """The request-kind model decides the boundary card an evaluation question gets: a request in
     its data that nearly repeats one would measure memory, not reading."""
     from judges.scenarios import load_scenarios
 
-    root = request_kind.REPO_ROOT / "scenarios" / "answers"
-    questions = [json.loads(line)["question"] for file in root.glob("*.jsonl")
-                 for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    questions = evaluation_messages
     requests = [scenario.user for scenario in load_scenarios(request_kind.kinds_files())]
     assert len(requests) > 800 and len(questions) > 500
     closest = (embedder.encode(requests, cache=False) @ embedder.encode(questions, cache=False).T).max(axis=1)

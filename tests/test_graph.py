@@ -898,20 +898,18 @@ def test_a_boundary_reply_also_says_what_the_source_on_the_request_s_topic_says(
     assert trace.answer.startswith(card.body) and fact in trace.answer and topic in trace.citations, trace.answer
 
 
-@pytest.mark.parametrize(("message", "topic", "fact"), [
-    ("I'm on clozapine. my mate says I should quit smoking and switch to vaping, is that a good idea?", "S23",
-     "always tell your care team before you stop, cut down or start smoking"),
-])
-def test_a_request_on_a_topic_its_kind_s_card_misses_gets_that_topic_s_card_as_a_boundary_reply(make_bot, message, topic, fact):
+def test_a_request_on_a_topic_its_kind_s_card_misses_gets_that_topic_s_card_as_a_boundary_reply(make_bot):
     """Quitting smoking on clozapine is read as a request to mix something with a medicine, whose
     card (drink and cannabis) says nothing of it; the general card on the topic it names, much
     closer, answers it, between what the bot cannot do and who to ask."""
     bot = make_bot()
-    trace = bot.ask(bot.new_thread(), message)
+    trace = bot.ask(bot.new_thread(),
+                    "I'm on clozapine. my mate says I should quit smoking and switch to vaping, is that a good idea?")
     card = next(c for c in bot.services.cards.cards if c.id == trace.card)
-    assert trace.route == "boundary" and card.kind == "answer" and topic in card.sources, (trace.route, card.id)
-    assert trace.answer.startswith(reply("boundary_opening")) and fact in trace.answer, trace.answer
-    assert "prescriber, pharmacist or care team" in trace.answer and topic in trace.citations
+    assert trace.route == "boundary" and card.kind == "answer" and "S23" in card.sources, (trace.route, card.id)
+    assert trace.answer.startswith(reply("boundary_opening")), trace.answer
+    assert "always tell your care team before you stop, cut down or start smoking" in trace.answer, trace.answer
+    assert "prescriber, pharmacist or care team" in trace.answer and "S23" in trace.citations
 
 
 def test_a_boundary_reply_says_what_its_own_source_says_of_the_reason_the_request_gives(make_bot):

@@ -179,18 +179,10 @@ def test_none_from_the_examples_does_not_overrule_retrieval_that_is_sure(identif
 
 
 @pytest.mark.slow
-def test_no_example_nearly_repeats_a_question_of_an_evaluation_set(embedder, knowledge_base):
+def test_no_example_nearly_repeats_a_question_of_an_evaluation_set(embedder, knowledge_base, evaluation_messages):
     """Retrieval learns from the examples, and the evaluation sets measure it: a message in both
     would measure memory, not reading."""
-    import json
-
-    root = Path(__file__).resolve().parents[1] / "scenarios"
-    questions = []
-    for file in [*root.glob("answers/*.jsonl"), root / "retrieval" / "questions.jsonl"]:
-        for line in file.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                case = json.loads(line)
-                questions += [case["question"], *case.get("history", [])]
+    questions = evaluation_messages
     messages = [m for e in knowledge_base.examples for m in e.messages]
     assert len(messages) > 1000 and len(questions) > 500
     closest = (embedder.encode(messages, cache=False) @ embedder.encode(questions, cache=False).T).max(axis=1)

@@ -173,7 +173,8 @@ class CardMatcher:
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
-        agreeing = max((i for i in serving if set(self._owners[i].sources) & set(found)),
+        vouched = set(found)
+        agreeing = max((i for i in serving if vouched & set(self._owners[i].sources)),
                        key=lambda i: similarities[i], default=None)
         if agreeing is not None and similarities[best] - similarities[agreeing] < MUCH_CLOSER:
             best = agreeing
