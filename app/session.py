@@ -12,10 +12,8 @@ owns one, and applies `retention_days` through it when it opens.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import re
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -27,7 +25,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from app.core.config import Settings
 from app.core.errors import CafbotError
-from app.core.files import private_dir, private_file
+from app.core.files import held_lock, private_dir
 from app.core.records import CafMode, TurnTrace
 from app.graph.builder import build_graph
 from app.graph.checkpoint import open_checkpointer
@@ -61,23 +59,11 @@ def one_writer(lock_dir: Path, thread_id: str, timeout_s: float) -> Iterator[Non
     if not THREAD_ID.fullmatch(thread_id):  # it names a file: no "../", no separators
         raise UnknownThread(f"{thread_id!r} is not a conversation id (letters, digits, '-' and '_', "
                             "up to 64); `cafbot conversations list` shows yours.")
-    lock_path = private_file(private_dir(lock_dir) / f"{thread_id}.lock")  # 0700 folder, 0600 file
-    deadline = time.monotonic() + timeout_s
-    with open(lock_path, "a+") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ConversationBusy(
-                        f"Conversation {thread_id} is busy answering another message; "
-                        "please wait for that answer and try again.") from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    lock_path = private_dir(lock_dir) / f"{thread_id}.lock"  # 0700 folder, 0600 file
+    with held_lock(lock_path, timeout_s, busy=lambda: ConversationBusy(
+            f"Conversation {thread_id} is busy answering another message; please wait for that answer "
+            "and try again.")):
+        yield
 
 
 class Conversations:

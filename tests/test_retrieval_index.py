@@ -259,3 +259,34 @@ def test_an_index_built_before_the_search_breadth_was_raised_is_searched_with_it
     assert index.collection.configuration["hnsw"]["ef_search"] == _EF_SEARCH
     reopened = chroma_client(settings).get_collection(collection_name(kb))
     assert reopened.configuration["hnsw"]["ef_search"] == _EF_SEARCH  # stored, not only in this process
+
+
+_OPEN_AT = """
+import sys, time
+from pathlib import Path
+from app.core.config import Settings
+from app.core.embeddings import Embedder
+from app.retrieval import open_identifier
+kb, data, start = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
+embedder = Embedder()
+while time.time() < start:  # all open the empty index at the same moment
+    pass
+print(len(open_identifier(Settings(knowledge_base=kb, data_dir=data), embedder).index.chunks))
+"""
+
+
+def test_processes_opening_a_new_data_dir_at_once_all_get_the_index(tmp_path):
+    """cafbot processes started together on a fresh machine (the app and a CLI command, or
+    evaluations run side by side) all get the index: the first builds it, the others wait."""
+    import subprocess
+    import sys
+    import time
+
+    kb = small_kb(tmp_path / "kb")
+    start = str(time.time() + 25)
+    runs = [subprocess.Popen([sys.executable, "-c", _OPEN_AT, str(kb), str(tmp_path / "data"), start],
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(3)]
+    results = [run.communicate(timeout=180) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], [err[-400:] for _, err in results]
+    assert [out.split()[-1] for out, _ in results] == [out.split()[-1] for out, _ in results[:1]] * 3

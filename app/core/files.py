@@ -10,9 +10,13 @@ siblings 0600 as well. The tests check the real files after a real turn.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import stat
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from app.core.errors import ConfigError
@@ -57,6 +61,28 @@ def private_sqlite(path: Path) -> Path:
         if sibling.exists():
             _tighten(sibling, FILE_MODE)
     return path
+
+
+@contextmanager
+def held_lock(path: Path, timeout_s: float | None = None,
+              busy: Callable[[], Exception] = lambda: TimeoutError("held by another process")) -> Iterator[None]:
+    """An advisory lock on the private file `path`, held across threads and processes for the
+    block. Waits for it as long as it takes (`timeout_s` None), or raises `busy()` after
+    `timeout_s`."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    with open(private_file(path), "a+") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise busy() from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _cannot_create(path: Path, error: OSError) -> ConfigError:
