@@ -215,7 +215,7 @@ class AnswerNodes:
             # it" after olanzapine) is about that medicine, whatever else its words name ("if its
             # just blocking dopamine").
             about_medicine = refers_back(text) and mentions_medicine(" ".join(read_topic))
-            said = self._sources_named(text) if own_case and not about_medicine else set()
+            said = self._sources_named(text) if own_case else set()
             # Matched on its words as the screen read them ("is schizofrenia genetic" is the causes
             # card's question, not the one on what schizophrenia is); texting forms stay as typed.
             match = self.services.cards.match(self.services.identifier.correct_english(text), self.settings.retrieval,

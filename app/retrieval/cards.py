@@ -105,19 +105,23 @@ class CardMatcher:
         if own_case:
             boundary = (self._requested(question, similarities, requests, settings, topics, found)
                         or self._closest(similarities, settings, boundary_only=True))
-        if boundary is None:
-            return general
         # A much closer general card answers, its topic framed as a boundary reply, when it is
         # close enough to deliver, or the message names its topic in so many words (`topics`) and
-        # none of the boundary card's: "I'm on clozapine, should I quit smoking?" is the smoking
-        # card's, not the one on drink and cannabis its kind of request chose; "my mum wants to
-        # come off clozapine because of the blood tests" still hears why not to stop alone, and
-        # "my brother has schizophrenia, will I get it?" is no closer to the card for a new
-        # diagnosis than its words about the situation make it.
+        # none of the boundary card's, if any: "I'm on clozapine, should I quit smoking?" is the
+        # smoking card's, not the one on drink and cannabis its kind of request chose, and "my mate
+        # says I should switch to vaping" is the smoking card's though no boundary card is near;
+        # "my mum wants to come off clozapine because of the blood tests" still hears why not to
+        # stop alone, and "my brother has schizophrenia, will I get it?" is no closer to the card
+        # for a new diagnosis than its words about the situation make it.
         named = set(topics)
-        if general is not None and general.similarity > boundary.similarity + MUCH_CLOSER and (
-                general.confident or (set(general.card.sources) & named and not set(boundary.card.sources) & named)):
+        if own_case and general is not None and set(general.card.sources) & named and (
+                boundary is None or (general.similarity > boundary.similarity + MUCH_CLOSER
+                                     and not set(boundary.card.sources) & named)):
             return dataclasses.replace(general, confident=True)
+        if boundary is None:
+            return general
+        if general is not None and general.confident and general.similarity > boundary.similarity + MUCH_CLOSER:
+            return general
         return boundary
 
     def nearest_boundary(self, question: str, settings: Retrieval) -> CardMatch | None:

@@ -21,9 +21,11 @@ _ORDINAL = re.compile(rf"\bthe (first|second|third|last|former|latter)(?: {_NOUN
 _POSITION = {"first": 0, "former": 0, "second": 1, "third": 2, "last": -1, "latter": -1}
 _THAT = re.compile(rf"\b(?:that|this|the same) {_NOUN}\b", re.IGNORECASE)
 # "it" that stands for something said before; not the "it" of "is it normal to…", "it seems
-# that…", nor the situational "it" of "is it my fault?", "is it a relapse?".
+# that…", nor the situational "it" of "is it my fault?", "is it a relapse?". A clause ends at
+# "and" or "but": the "it" of "he's on it and wants to stop" ends its own.
 _SITUATION = r"(?!\s+(?:my|your|his|her|our|their|a|an|the|me|just|all|really)\b)"
-_IT = re.compile(r"\bit\b(?!\s+(?:\w+\s+){0,2}(?:to|that|if|when|whether)\b)" + _SITUATION, re.IGNORECASE)
+_IT = re.compile(r"\bit\b(?!\s+(?:(?!(?:and|but|or|so|because)\b)\w+\s+){0,2}(?:to|that|if|when|whether)\b)"
+                 + _SITUATION, re.IGNORECASE)
 # A message that leans on something said before; the situational "it" of "is it our fault?" does not.
 # So do "mine" ("how do I work out mine?" after a relapse signature) and "the movement one".
 _BACK = re.compile(r"\bit\b" + _SITUATION + r"|\b(?:that|this|they|them|those|these|the other|same)\b|"
