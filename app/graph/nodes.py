@@ -210,11 +210,8 @@ class AnswerNodes:
                 if identification.outcome == "clear" and not identification.context else []
             own_case = _own_case(screen)  # whose case and what is asked: read once for the checks below
             # The sources whose own keywords the message says: what a request is about, whatever
-            # kind of request its other words make it ("should we stop him smoking weed?").
-            # A request that refers back to the medicine the conversation named ("can i just stop
-            # it" after olanzapine) is about that medicine, whatever else its words name ("if its
-            # just blocking dopamine").
-            about_medicine = refers_back(text) and mentions_medicine(" ".join(read_topic))
+            # kind of request its other words make it ("should we stop him smoking weed?"), also
+            # when it refers back to a medicine ("my brother is on it and wants to stop smoking").
             said = self._sources_named(text) if own_case else set()
             # Matched on its words as the screen read them ("is schizofrenia genetic" is the causes
             # card's question, not the one on what schizophrenia is); texting forms stay as typed.
