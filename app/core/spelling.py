@@ -88,6 +88,12 @@ def _used(word: str) -> float:
     return zipf_frequency(word, "en")
 
 
+def is_everyday_word(word: str) -> bool:
+    """Whether English uses `word` at least OWN_WORD often: "children" yes, "neutropenia" and
+    "Trinza" no."""
+    return _used(word.lower()) >= OWN_WORD
+
+
 def is_english_word(word: str) -> bool:
     """Whether English text has ever used `word` (wordfreq): "injecshun" and "skitzofrenia" no."""
     return zipf_frequency(word.lower(), "en") > 0

@@ -23,7 +23,7 @@ from app.core.answer_types import wanted
 from app.core.config import Settings
 from app.core.errors import ModelError
 from app.core.records import Candidate, Identification, ModelCall
-from app.core.spelling import Speller, corpus_words
+from app.core.spelling import Speller, corpus_words, is_everyday_word
 from app.core.text import split_sentences
 from app.kb.examples import NOT_COVERED
 from app.kb.loader import KnowledgeBase
@@ -54,6 +54,13 @@ class SourceIdentifier:
         cutoff = settings.retrieval.spelling_cutoff
         self.speller = Speller(words, known, cutoff=cutoff, phonetic=True, informal=True)
         self.english_speller = Speller(words, known, cutoff=cutoff, english=True)
+        # Each source's keywords with a name or term of its own that no example message uses
+        # ("Invega Trinza", "zuclopenthixol"): the examples never learnt them, so their reading of
+        # a message that says one is no guide. Everyday words ("children") they read by meaning.
+        learnt = {t for s in kb.examples for m in s.messages for t in index.tokenize(m)}
+        self._unlearnt_keywords = {source.id: {k for k in source.keywords if any(
+            not is_everyday_word(w) and set(index.tokenize(w)) - learnt for w in re.findall(r"\w+", k))}
+            for source in kb}
 
     def with_settings(self, settings: Settings) -> SourceIdentifier:
         """The same knowledge base and index, read with other retrieval settings (thresholds,
@@ -160,10 +167,17 @@ class SourceIdentifier:
         """The source's keywords `text` says in so many words ("pregnant", "weight gain"),
         distinctive ones: every word of it is used by at most half the sources, so the illness's
         own name does not count."""
+        return self._keywords_in(set(self._terms(text)), source_id)
+
+    def _names_unlearnt_keyword(self, said: set[str], source_id: str) -> bool:
+        """Whether `said` holds one of the source's keywords with a word no example message uses."""
+        return bool(self._unlearnt_keywords.get(source_id, set()) & set(self._keywords_in(said, source_id)))
+
+    def _keywords_in(self, said: set[str], source_id: str) -> list[str]:
+        """The source's distinctive keywords whose every term is in `said` (see `keywords_said`)."""
         source = self.knowledge_base.get(source_id)
         if source is None:
             return []
-        said = set(self._terms(text))
         half = len(self.index.source_terms) / 2
         return [keyword for keyword in source.keywords if (terms := self._terms(keyword)) and set(terms) <= said
                 and all(self.index.term_sources.get(t, 0) <= half for t in terms)]
@@ -213,10 +227,15 @@ class SourceIdentifier:
                 chance = 1 / len(probabilities)
                 shortlist += [sid for sid, p in probabilities.items()
                               if p >= 2 * chance and sid != NOT_COVERED and sid not in sources]
+            # The examples never lower a source when the message says one of its own keywords in
+            # words they never saw: they read a name only the sources use ("Invega Trinza",
+            # "Abilify Maintena") as about nothing we cover.
+            said = set(terms)
             evidence = {source_id: (best_cos.get(source_id, floor)
                                     + r.lexical_weight * self._coverage(terms, source_id)
                                     - r.unknown_word_penalty * unknown
-                                    + self._learned_evidence(source_id, probabilities))
+                                    + self._learned_evidence(source_id, probabilities,
+                                                             named=self._names_unlearnt_keyword(said, source_id)))
                         for source_id in shortlist}
             if probabilities and clear is not None:
                 # A source the examples are sure of is at least a clear match, however far its
@@ -235,18 +254,20 @@ class SourceIdentifier:
                             for sid in order])
         return results
 
-    def _learned_evidence(self, source_id: str, probabilities: dict[str, float] | None) -> float:
+    def _learned_evidence(self, source_id: str, probabilities: dict[str, float] | None, *,
+                          named: bool = False) -> float:
         """What the example classifier adds to a source's evidence: the log of its probability
         over chance, or over "none" when "none" is likelier than chance, clipped and weighed (see
         `Retrieval.examples_weight`). A classifier that cannot tell adds nothing; one sure of
         the source ("the radio presenters are sending her messages": delusions) lifts it, one
-        sure of another source or of "none" lowers it."""
+        sure of another source or of "none" lowers it, unless the message names the source in
+        words the examples never learnt (`named`)."""
         if not probabilities:
             return 0.0
         r = self.settings.retrieval
         baseline = max(probabilities.get(NOT_COVERED, 0.0), 1 / len(probabilities))
         log_odds = math.log(max(probabilities.get(source_id, 0.0), 1e-9) / baseline)
-        return r.examples_weight * min(r.examples_clip_up, max(-r.examples_clip_down, log_odds))
+        return r.examples_weight * min(r.examples_clip_up, max(0.0 if named else -r.examples_clip_down, log_odds))
 
     def _without_unknown_words(self, text: str) -> str:
         """`text` without the words whose stems the knowledge base never uses ("" when no known
