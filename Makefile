@@ -15,9 +15,13 @@ $(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-# Everything: tests, lint and the local llama.cpp server (built from source once, then cached by pip).
+# Everything: tests, lint and the local llama.cpp server, built from source for a portable x86-64
+# target: built for the machine's own CPU (llama.cpp's default), it died on its first completion
+# on a VM whose CPU advertises AMX. pip's cache would hand back a wheel built with other flags,
+# hence no cache for this install.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,local]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir -e '.[dev,local]'
 	touch $@ $(VENV)/.installed-runtime
 
 # The learned checks are built here, not kept in git: the first run trains them (about 10 minutes
