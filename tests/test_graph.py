@@ -898,14 +898,23 @@ def test_a_boundary_reply_also_says_what_the_source_on_the_request_s_topic_says(
     assert trace.answer.startswith(card.body) and fact in trace.answer and topic in trace.citations, trace.answer
 
 
-def test_a_request_on_a_topic_its_kind_s_card_misses_gets_that_topic_s_card_as_a_boundary_reply(make_bot):
+@pytest.mark.parametrize("conversation", [
+    ["I'm on clozapine. my mate says I should quit smoking and switch to vaping, is that a good idea?"],
+    # a follow-up that refers back to the medicine, typo and all (seen in the browser)
+    ["what is clozapine", "my brother is on it and wants to stop smokign, is that ok"],
+])
+def test_a_request_on_a_topic_its_kind_s_card_misses_gets_that_topic_s_card_as_a_boundary_reply(make_bot, conversation):
     """Quitting smoking on clozapine is read as a request to mix something with a medicine, whose
     card (drink and cannabis) says nothing of it; the general card on the topic it names, much
-    closer, answers it, between what the bot cannot do and who to ask."""
+    closer, answers it, between what the bot cannot do and who to ask: also when the request
+    refers back to the medicine ("on it")."""
     bot = make_bot()
-    trace = bot.ask(bot.new_thread(),
-                    "I'm on clozapine. my mate says I should quit smoking and switch to vaping, is that a good idea?")
-    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+    thread = bot.new_thread()
+    for earlier in conversation[:-1]:
+        bot.ask(thread, earlier)
+    trace = bot.ask(thread, conversation[-1])
+    card = next((c for c in bot.services.cards.cards if c.id == trace.card), None)
+    assert card is not None, (trace.route, trace.answer)
     assert trace.route == "boundary" and card.kind == "answer" and "S23" in card.sources, (trace.route, card.id)
     assert trace.answer.startswith(reply("boundary_opening")), trace.answer
     assert "always tell your care team before you stop, cut down or start smoking" in trace.answer, trace.answer
