@@ -228,8 +228,8 @@ class SourceIdentifier:
                 shortlist += [sid for sid, p in probabilities.items()
                               if p >= 2 * chance and sid != NOT_COVERED and sid not in sources]
             # The examples never lower a source when the message says one of its own keywords in
-            # words they never saw: they read a name only the sources use ("Invega Trinza",
-            # "Abilify Maintena") as about nothing we cover.
+            # words they never saw: they read a name only the sources use ("Invega Trinza") as
+            # about nothing we cover.
             said = set(terms)
             evidence = {source_id: (best_cos.get(source_id, floor)
                                     + r.lexical_weight * self._coverage(terms, source_id)
