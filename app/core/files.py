@@ -65,10 +65,10 @@ def private_sqlite(path: Path) -> Path:
 
 @contextmanager
 def held_lock(path: Path, timeout_s: float | None = None,
-              busy: Callable[[], Exception] = lambda: TimeoutError("held by another process")) -> Iterator[None]:
+              busy: Callable[[], Exception] | None = None) -> Iterator[None]:
     """An advisory lock on the private file `path`, held across threads and processes for the
-    block. Waits for it as long as it takes (`timeout_s` None), or raises `busy()` after
-    `timeout_s`."""
+    block. Waits for it as long as it takes (`timeout_s` None), or raises `busy()` (by default a
+    TimeoutError naming `path`) after `timeout_s`."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     with open(private_file(path), "a+") as handle:
         while True:
@@ -77,7 +77,7 @@ def held_lock(path: Path, timeout_s: float | None = None,
                 break
             except BlockingIOError:
                 if deadline is not None and time.monotonic() >= deadline:
-                    raise busy() from None
+                    raise (busy() if busy else TimeoutError(f"{path}: held by another process")) from None
                 time.sleep(0.05)
         try:
             yield

@@ -171,7 +171,8 @@ class SourceIdentifier:
 
     def _names_unlearnt_keyword(self, said: set[str], source_id: str) -> bool:
         """Whether `said` holds one of the source's keywords with a word no example message uses."""
-        return bool(self._unlearnt_keywords.get(source_id, set()) & set(self._keywords_in(said, source_id)))
+        unlearnt = self._unlearnt_keywords.get(source_id)  # most sources have none: no keyword to read
+        return bool(unlearnt) and bool(unlearnt & set(self._keywords_in(said, source_id)))
 
     def _keywords_in(self, said: set[str], source_id: str) -> list[str]:
         """The source's distinctive keywords whose every term is in `said` (see `keywords_said`)."""
