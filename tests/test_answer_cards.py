@@ -229,3 +229,23 @@ def test_a_card_is_sought_for_what_is_asked_without_the_situation_told(message, 
     from app.retrieval.cards import situation_told
 
     assert situation_told(message) == (told, asked or message)
+
+
+@pytest.mark.slow
+def test_a_card_asked_what_a_medicine_is_answers_neither_how_long_nor_a_request_by_the_name_alone(embedder, knowledge_base):
+    """A question that says little beyond a medicine's name is near "what is <that medicine>?"
+    for the name alone: "how long before risperidone kicks in?" wants a length of time, and a
+    request to switch to aripiprazole gets the card for switching, not the one on what it is,
+    which retrieval's sources agree with only on the topic."""
+    from app.core.config import Retrieval
+    from app.retrieval.cards import CardMatcher
+
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    settings = Retrieval()
+    by_name = matcher.match("what is risperidone", settings)
+    assert by_name is not None and by_name.confident and by_name.card.sources == ["S09"], by_name
+    timing = matcher.match("how long before risperidone kicks in?", settings, found=["S09"])
+    assert timing is None or timing.card is not by_name.card, timing
+    switch = matcher.match("would i be better off on aripiprazole?", settings, own_case=True,
+                           requests=["switch"], found=["S09"], topics=["S09"])
+    assert switch is not None and switch.card.kind == "boundary" and "switch" in switch.card.requests, switch

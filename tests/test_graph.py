@@ -34,6 +34,18 @@ def test_a_common_question_gets_its_vetted_card_offline_checked_like_any_draft(m
     assert trace.caf is not None and trace.caf.final_verdict in ("pass", "warn")
 
 
+@pytest.mark.parametrize("question", ["what is olanzapine", "tell me about quetiapine", "Aripiprazole?"])
+def test_what_a_named_antipsychotic_is_gets_the_card_that_says_so(make_bot, question):
+    """No source has a sentence of its own on each medicine (seen in the browser: "what is
+    olanzapine" got a mix of lists on injections and smoking); the card on antipsychotics by name
+    says which group each is in and what they do."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), question)
+    assert trace.route == "answer" and trace.card is not None, trace.answer
+    assert "second-generation" in trace.answer and "the main medicines used to treat schizophrenia" in trace.answer
+    assert trace.citations == ["S09"], trace.citations
+
+
 def test_offline_answer_without_a_card_is_extractive_cited_and_reminds_to_check(make_bot):
     bot = make_bot()
     trace = bot.ask(bot.new_thread(), "What is a mother and baby unit?")
@@ -902,6 +914,9 @@ def test_a_boundary_reply_also_says_what_the_source_on_the_request_s_topic_says(
     ["I'm on clozapine. my mate says I should quit smoking and switch to vaping, is that a good idea?"],
     # a follow-up that refers back to the medicine, typo and all (seen in the browser)
     ["what is clozapine", "my brother is on it and wants to stop smokign, is that ok"],
+    # the card is a little less close when a follow-up on another topic came between (seen in the browser)
+    ["what is olanzapine", "does it make you put on wieght?",
+     "my sister is on it and wants to stop smoking, anything she should know"],
 ])
 def test_a_request_on_a_topic_its_kind_s_card_misses_gets_that_topic_s_card_as_a_boundary_reply(make_bot, conversation):
     """Quitting smoking on clozapine is read as a request to mix something with a medicine, whose

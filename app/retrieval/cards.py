@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.core.answer_types import asks_anything
+from app.core.answer_types import asks_anything, wanted
 from app.core.config import Retrieval
 from app.core.medicines import mentions_medicine
 from app.core.text import RELATIONS, content_stems, stem
@@ -59,6 +59,7 @@ class CardMatcher:
         self._embed = embed
         self._owners = [card for card in self.cards for _ in card.questions]
         self._phrasings = [q for card in self.cards for q in card.questions]
+        self._defining = np.array([wanted(q) == "definition" for q in self._phrasings], dtype=bool)
         self._vectors: np.ndarray | None = None
 
     def _matrix(self) -> np.ndarray:
@@ -114,13 +115,20 @@ class CardMatcher:
         # stop alone, and "my brother has schizophrenia, will I get it?" is no closer to the card
         # for a new diagnosis than its words about the situation make it.
         named = set(topics)
-        if own_case and general is not None and set(general.card.sources) & named and (
-                boundary is None or (general.similarity > boundary.similarity + MUCH_CLOSER
-                                     and not set(boundary.card.sources) & named)):
-            return dataclasses.replace(general, confident=True)
+        if own_case and named and (boundary is None or not set(boundary.card.sources) & named):
+            # The closest card on a named topic need only be as close as a boundary card must be:
+            # the topic's words already say what the request is about, and its kind's card is not.
+            topical = self._closest(similarities, settings, on_sources=named)
+            if topical is not None and topical.similarity >= settings.boundary_card_threshold and (
+                    boundary is None or topical.similarity > boundary.similarity + MUCH_CLOSER):
+                return dataclasses.replace(topical, confident=True)
         if boundary is None:
             return general
-        if general is not None and general.confident and general.similarity > boundary.similarity + MUCH_CLOSER:
+        # Only on its own closeness: retrieval's agreement (`_agreed`) says the card is on the
+        # message's topic, not that it answers a request ("would I be better off on aripiprazole?"
+        # is near the card on what aripiprazole is for the name alone).
+        if general is not None and general.similarity >= settings.card_threshold \
+                and general.similarity > boundary.similarity + MUCH_CLOSER:
             return general
         return boundary
 
@@ -201,26 +209,37 @@ class CardMatcher:
                    key=lambda i: similarities[i], default=None)
 
     def _similarities(self, question: str) -> np.ndarray | None:
-        """The question's cosine to every card phrasing (None: no cards, or nothing asked)."""
+        """The question's cosine to every card phrasing (None: no cards, or nothing asked), and
+        none to a phrasing asking what something is when the question asks how long or how
+        often (`wanted`): "how long before risperidone kicks in?" is near "what is risperidone?"
+        for the name alone. (A definition's card may well say why, or whether: "why didn't they
+        say schizophrenia?" is the first-episode card's.)"""
         if not self.cards or not question.strip():
             return None
-        return self._matrix() @ self._embed([question])[0]
+        similarities = self._matrix() @ self._embed([question])[0]
+        if wanted(question) in ("duration", "frequency"):
+            similarities = np.where(self._defining, -1.0, similarities)
+        return similarities
 
     def _closest(self, similarities: np.ndarray, settings: Retrieval, *,
-                 boundary_only: bool = False) -> CardMatch | None:
+                 boundary_only: bool = False, on_sources: Collection[str] = ()) -> CardMatch | None:
+        """The closest card (of the boundary cards; of the general cards drawing on `on_sources`),
+        if clearly closer than the next of them."""
         best: dict[str, tuple[float, int]] = {}
         for index, similarity in enumerate(similarities):
-            if boundary_only and self._owners[index].kind != "boundary":
+            owner = self._owners[index]
+            if boundary_only and owner.kind != "boundary":
                 continue
-            owner = self._owners[index].id
-            if similarity > best.get(owner, (-1.0, 0))[0]:
-                best[owner] = (float(similarity), index)
+            if on_sources and (owner.kind != "answer" or not set(on_sources) & set(owner.sources)):
+                continue
+            if similarity > best.get(owner.id, (-1.0, 0))[0]:
+                best[owner.id] = (float(similarity), index)
         if not best:
             return None
         ranking = sorted(best.values(), reverse=True)
         similarity, index = ranking[0]
         runner_up = ranking[1][0] if len(ranking) > 1 else -1.0
-        confident_from = settings.boundary_card_threshold if boundary_only else settings.card_threshold
+        confident_from = settings.boundary_card_threshold if boundary_only or on_sources else settings.card_threshold
         if similarity < min(settings.card_fallback, confident_from) or similarity - runner_up < settings.card_margin:
             return None
         return CardMatch(self._owners[index], similarity, self._phrasings[index],
