@@ -213,11 +213,12 @@ class AnswerNodes:
             # kind of request its other words make it ("should we stop him smoking weed?"), also
             # when it refers back to a medicine ("my brother is on it and wants to stop smoking").
             said = self._sources_named(text) if own_case else set()
+            subjects = self._sources_named(without_medicines(text)) if own_case else set()
             # Matched on its words as the screen read them ("is schizofrenia genetic" is the causes
             # card's question, not the one on what schizophrenia is); texting forms stay as typed.
             match = self.services.cards.match(self.services.identifier.correct_english(text), self.settings.retrieval,
                                               own_case=own_case, requests=screen.boundary_kinds, found=found,
-                                              topics=said)
+                                              topics=said, subjects=subjects)
             if match is None and identification.context:
                 # Too few words of its own to be near any card ("will i get it too?" after "my mum
                 # was just diagnosed"): the message as read with the conversation.

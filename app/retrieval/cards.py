@@ -68,14 +68,15 @@ class CardMatcher:
         return self._vectors
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
-              requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = ()) -> CardMatch | None:
+              requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = (),
+              subjects: Collection[str] | None = None) -> CardMatch | None:
         """The card for what the message asks, read without the clauses that only state the
         situation (`situation_told`) when that finds a card confidently: the situation's words
         sway a whole message's embedding towards the cards about that situation ("my son has
         schizophrenia and won't take his meds" is near "my son has just been diagnosed with
         schizophrenia"). Else the card for the whole message (see `_match`), unless it is the card
         the situation alone would get."""
-        options = dict(own_case=own_case, requests=requests, found=found, topics=topics)
+        options = dict(own_case=own_case, requests=requests, found=found, topics=topics, subjects=subjects)
         situation, asked = situation_told(question)
         if not situation:
             return self._match(question, settings, **options)
@@ -88,14 +89,16 @@ class CardMatcher:
         return whole
 
     def _match(self, question: str, settings: Retrieval, *, own_case: bool = False,
-               requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = ()) -> CardMatch | None:
+               requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = (),
+               subjects: Collection[str] | None = None) -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`; `requests`: the screen's reading of its
         kind, and any kind nearly as likely), the boundary card for that kind of request (see
         `_requested`), else the closest boundary card; unless a general card is much closer.
         `found`: the sources retrieval found clearly for the question, best first; a general card
         drawing on the best needs less closeness (`card_agreed_threshold`); `topics`: the sources
-        whose keywords the question says."""
+        whose keywords the question says; `subjects`: those it names in words other than a
+        medicine's name (default: `topics`)."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
@@ -118,7 +121,11 @@ class CardMatcher:
         if own_case and named and (boundary is None or not set(boundary.card.sources) & named):
             # The closest card on a named topic need only be as close as a boundary card must be:
             # the topic's words already say what the request is about, and its kind's card is not.
-            topical = self._closest(similarities, settings, on_sources=named)
+            # Not a topic named only by a medicine's name, which sways the embedding to the cards
+            # that name it ("my hands shake on risperidone, should I stop it?" is near "what is
+            # risperidone?") and says which medicine, not what of it is asked.
+            subject = named if subjects is None else set(subjects) & named
+            topical = self._closest(similarities, settings, on_sources=subject) if subject else None
             if topical is not None and topical.similarity >= settings.boundary_card_threshold and (
                     boundary is None or topical.similarity > boundary.similarity + MUCH_CLOSER):
                 return dataclasses.replace(topical, confident=True)
