@@ -571,12 +571,18 @@ class AnswerNodes:
 
         def fallback() -> str:  # a model's rejected draft gives way to the card or the extractive answer
             card = self._card(state)
+            boundary = trace.route == "boundary"
             if card is not None and not set(card.sources) <= set(state["prompt_source_ids"]):
                 # A card only near the words ("do I have schizophrenia?" for "is there anything i
                 # can do so i dont get it") that cites sources this turn was not given would fail
                 # the filter in turn: what was found answers instead.
                 card = None
-            return _joined(self._lead(state), card_draft(card, body=self._card_body(card, state)) if card
+            if card is not None and boundary and card.kind == "answer" and not state.get("card_confident"):
+                # Nor, for a request about one's own case, a general card only near its words ("tell
+                # me what dose of quetiapine to take" is near "what kind of medicine is quetiapine"):
+                # the boundary reply composed from what was found keeps what we cannot do and who to ask.
+                card = None
+            return _joined(self._lead(state), card_draft(card, boundary, self._card_body(card, state)) if card
                            else self.extractive_answer(state))
 
         deadline = self.deadline(trace)
