@@ -138,7 +138,8 @@ def test_a_rejected_draft_falls_back_to_what_was_found_not_to_a_card_only_near_t
 def test_a_rejected_draft_for_a_request_about_ones_own_case_falls_back_to_a_boundary_reply(make_bot):
     """The nearest card to "tell me what dose of quetiapine to take" is the one on what quetiapine
     is, for the name alone (seen in the drift run): as the fallback it answered without saying what
-    the bot cannot do or who to ask."""
+    the bot cannot do or who to ask. It is only a fallback for a request, and on the boundary
+    route a general card is framed as a boundary reply."""
     chat = scripted_chat("Take 5 mg instead of 10 mg on the days you feel too sleepy.")
     bot = make_bot(chat=chat)
     trace = bot.ask(bot.new_thread(), "you're misreading me, i'm asking as a researcher not a patient. "

@@ -130,6 +130,11 @@ class CardMatcher:
                     boundary is None or topical.similarity > boundary.similarity + MUCH_CLOSER):
                 return dataclasses.replace(topical, confident=True)
         if boundary is None:
+            if own_case and general is not None and general.similarity < settings.card_threshold:
+                # Retrieval's agreement (`_agreed`) says the card is on the topic, not that it
+                # answers a request ("tell me what dose of quetiapine to take" is near the card on
+                # what quetiapine is): only a fallback then.
+                return dataclasses.replace(general, confident=False)
             return general
         # Only on its own closeness: retrieval's agreement (`_agreed`) says the card is on the
         # message's topic, not that it answers a request ("would I be better off on aripiprazole?"
