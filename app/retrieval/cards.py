@@ -126,9 +126,9 @@ class CardMatcher:
             # risperidone?") and says which medicine, not what of it is asked.
             subject = named if subjects is None else set(subjects) & named
             topical = self._closest(similarities, settings, on_sources=subject) if subject else None
-            if topical is not None and topical.similarity >= settings.boundary_card_threshold and (
+            if topical is not None and topical.confident and (
                     boundary is None or topical.similarity > boundary.similarity + MUCH_CLOSER):
-                return dataclasses.replace(topical, confident=True)
+                return topical
         if boundary is None:
             if own_case and general is not None and general.similarity < settings.card_threshold:
                 # Retrieval's agreement (`_agreed`) says the card is on the topic, not that it
@@ -236,7 +236,8 @@ class CardMatcher:
     def _closest(self, similarities: np.ndarray, settings: Retrieval, *,
                  boundary_only: bool = False, on_sources: Collection[str] = ()) -> CardMatch | None:
         """The closest card (of the boundary cards; of the general cards drawing on `on_sources`),
-        if clearly closer than the next of them."""
+        if clearly closer than the next of them; confident from `boundary_card_threshold` for
+        those two, from `card_threshold` otherwise."""
         best: dict[str, tuple[float, int]] = {}
         for index, similarity in enumerate(similarities):
             owner = self._owners[index]
