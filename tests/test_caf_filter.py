@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 QUESTION = "Why does clozapine need regular blood tests?"
 # Sentences taken from knowledge_base/S11, so tier 0 finds them grounded.
 GROUNDED = ("In a small number of people, clozapine lowers the number of white blood cells, which "
-            "fight infection [S11]. To catch this early, people on clozapine have regular blood tests [S11].")
+            "fight infection [S11]. To catch a drop in white blood cells early, people on clozapine have regular "
+            "blood tests [S11].")
 REMINDER = " Please check the details of your own blood tests with your care team."
 UNSAFE = "You can stop clozapine now and take half your usual dose instead [S11]."
 

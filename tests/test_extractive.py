@@ -223,6 +223,9 @@ def test_the_sentence_that_continues_the_lead_goes_with_it(embedder, knowledge_b
     ("Some use them to relax, to fit in, or to cope.", True), ("Most people find them helpful.", False),
     ("After that, care may pass to the family doctor.", True), ("Because of this, doctors check.", True),
     ("After treatment, most people improve.", False), ("For those who work, it helps.", False),
+    ("To catch this early, people have blood tests.", True), ("In this situation, it often works.", True),
+    ("Ask them how to start again.", True), ("Telling them can help.", True),
+    ("Ask your team how to start again.", False), ("To catch a drop early, people have blood tests.", False),
 ])
 def test_a_sentence_that_stands_for_what_came_before_leans_on_it(sentence, leans):
     assert leans_back(sentence) is leans

@@ -25,6 +25,7 @@ Embed = Callable[[list[str]], np.ndarray]
 
 ANSWER_TYPE_BONUS = 0.1
 HEADING_WEIGHT = 0.2  # times the likeness of a sentence's section heading to the question (dev sets: flat 0-0.3)
+LEANING_PENALTY = 0.15  # a sentence that leans on the one before it needs that one too
 FOCUS_BONUS = 0.1  # a sentence of a section the last answer drew on, for a message that refers back to it
 REPEAT_PENALTY = 0.1  # a sentence an earlier answer said, for a follow-up that asks something of its own
 # A sentence the knowledge base links to a question like the one asked scores as that question's
@@ -68,6 +69,13 @@ _DANGLING = re.compile(r"^(?:(they|these|this|that|those|it|its|he|she|there|als
                        re.IGNORECASE)
 
 
+# So does one whose opening phrase names what was said before ("To catch this early, …", "For many
+# people in this situation, …") or whose first words point to people named before ("Ask them how…",
+# "Telling them can…").
+_OPENS_ON_BEFORE = re.compile(r"^(?:[^,]{0,50}\b(?:this|these|those|them)\b(?!\s+(?:who|which|that)\b)[^,]{0,30},"
+                              r"|(?:\w+\s+){0,2}(?:them|him|her|his|their)\b)", re.IGNORECASE)
+
+
 # And one that adds to or compares with what came before ("Never stop clozapine on your own
 # either.", "Contact your clozapine team before taking any more."): alone, it says too little.
 _ADDS_TO = re.compile(r"\b(?:either|too|as well)\W*$|\bany more\b", re.IGNORECASE)
@@ -87,7 +95,7 @@ def _list_text(head: str, items: Sequence[str]) -> str:
 
 def leans_back(sentence: str) -> bool:
     """The sentence leans on the one before it ("They can…", "… either."), so it reads badly first."""
-    return bool(_DANGLING.match(sentence) or _ADDS_TO.search(sentence))
+    return bool(_DANGLING.match(sentence) or _OPENS_ON_BEFORE.match(sentence) or _ADDS_TO.search(sentence))
 
 
 def leaning_run(sentences: Sequence[str], start: int) -> int:
@@ -408,7 +416,7 @@ def pick_sentences(
     kinds = [wanted(part) for part in questions]
     in_focus = np.array([(sid, p.section) in focused for _, sid, p in pool])
     leaning = np.array([p.leans_back for _, _, p in pool])
-    penalty = 0.06 * np.array([rank for rank, _, _ in pool]) + 0.15 * leaning - FOCUS_BONUS * in_focus \
+    penalty = 0.06 * np.array([rank for rank, _, _ in pool]) + LEANING_PENALTY * leaning - FOCUS_BONUS * in_focus \
         + REPEAT_PENALTY * repeated
     # Unquotable here: leaning back into another section's subject (see `focus`).
     penalty[leaning & ~in_focus & in_focus.any()] = np.inf
@@ -513,11 +521,21 @@ def pick_sentences(
         if passage.section != section or not (passage.leans_back or passage.is_list):
             break
         take(after, forced=True)
-    # Then the best of the rest.
-    for index in np.argsort(-combined):
-        if len(chosen) >= max_sentences or combined[index] < floor:
+    # Then the best of the rest. A sentence that leans on one already chosen reads well right after
+    # it ("If you have stopped…, contact your prescriber the same day. Ask them how to start
+    # again…"), so there its leaning costs nothing.
+    tried: set[int] = set()
+    while len(chosen) < max_sentences:
+        resumes = np.array([leaning[i] and (sid, p.position - 1) in chosen
+                            and pool[index_of[(sid, p.position - 1)]][2].section == p.section
+                            for i, (_, sid, p) in enumerate(pool)])
+        score = combined + LEANING_PENALTY * resumes
+        score[list(tried)] = -np.inf
+        index = int(np.argmax(score))
+        if score[index] < floor:
             break
-        take(int(index))
+        tried.add(index)
+        take(index)
     # What to do about what the lead describes goes with it too, if there is room: its section's
     # first instruction after it ("Tell your team if you notice any new movements" after tardive
     # dyskinesia, "If these happen, get urgent medical help" after the signs of NMS), unless an
