@@ -46,6 +46,19 @@ def test_what_a_named_antipsychotic_is_gets_the_card_that_says_so(make_bot, ques
     assert trace.citations == ["S09"], trace.citations
 
 
+@pytest.mark.parametrize(("question", "names"), [
+    ("what is Abilify", "aripiprazole"), ("is abilify maintena given monthly?", "every month"),
+    ("can I stop my Zyprexa?", "Never change or stop an antipsychotic on your own"),
+])
+def test_a_medicine_named_by_its_brand_is_read_as_the_medicine(make_bot, question, names):
+    """People know their medicine by the name on the box; the sources use international names
+    ("what is Abilify" got a sentence on clozapine, "is abilify maintena given monthly" "not
+    covered")."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), question)
+    assert trace.route in ("answer", "boundary") and names in trace.answer, trace.answer
+
+
 def test_offline_answer_without_a_card_is_extractive_cited_and_reminds_to_check(make_bot):
     bot = make_bot()
     trace = bot.ask(bot.new_thread(), "What is a mother and baby unit?")

@@ -3,6 +3,7 @@ the conversation asked the meaning of."""
 
 import pytest
 
+from app.core.medicines import with_international_names
 from app.retrieval.references import (
     about_another_medicine,
     before_reference,
@@ -48,6 +49,13 @@ def test_medicines_are_listed_once_most_recent_last():
     assert named_medicines(["clozapine or olanzapine?", "and Clozapine again"]) == ["olanzapine", "clozapine"]
     assert named_medicines(["clozapine or olanzapine?", "and Clozapine again"], latest_last=False) == [
         "clozapine", "olanzapine"]
+
+
+def test_a_brand_name_is_read_as_the_medicine_it_names():
+    assert named_medicines(["my Seroquel and risperidone", "Abilify  Maintena?"]) == [
+        "quetiapine", "risperidone", "aripiprazole long-acting injection"]
+    assert with_international_names("is Zyprexa like Abilify?") == "is olanzapine like aripiprazole?"
+    assert with_international_names("a solid abilifyish plan") == "a solid abilifyish plan"
 
 
 def test_refers_back():

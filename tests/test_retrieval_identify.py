@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.core.config import Settings
+from app.core.medicines import international_name
 from app.core.models import RoleClient
 from app.core.models.scripted import ScriptedChatModel
 from app.core.spelling import Speller, typing_distance
@@ -288,8 +289,10 @@ def test_misspellings_still_find_the_source(identifier):
                                       "Latuda", "Rexulti", "Vraylar", "Geodon"])
 def test_a_medicine_the_knowledge_base_does_not_name_is_never_read_as_one_it_does(default_identifier, medicine):
     """Spelling correction must not turn one medicine into another: a looser reading by sound
-    (tried) made brexpiprazole aripiprazole and cariprazine chlorpromazine."""
-    assert default_identifier.correct_spelling(f"side effects of {medicine}") == f"side effects of {medicine}"
+    (tried) made brexpiprazole aripiprazole and cariprazine chlorpromazine. A brand is read as its
+    own international name (Latuda is lurasidone), and that one as itself."""
+    assert default_identifier.correct_spelling(f"side effects of {medicine}") \
+        == f"side effects of {international_name(medicine)}"
 
 
 @pytest.mark.slow

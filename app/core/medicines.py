@@ -5,9 +5,43 @@ from __future__ import annotations
 
 import re
 
+# Brand names people know their medicine by; the knowledge base uses international names, so each
+# is read as its own ("what is Abilify?" asks about aripiprazole). A long-acting form's brand is
+# read as that medicine's long-acting injection ("is Abilify Maintena given monthly?").
+_LONG_ACTING = " long-acting injection"
+BRANDS = {
+    "abilify": "aripiprazole", "abilify maintena": "aripiprazole" + _LONG_ACTING,
+    "aristada": "aripiprazole" + _LONG_ACTING, "zyprexa": "olanzapine",
+    "zyprexa relprevv": "olanzapine" + _LONG_ACTING, "zypadhera": "olanzapine" + _LONG_ACTING,
+    "risperdal": "risperidone", "risperdal consta": "risperidone" + _LONG_ACTING,
+    "seroquel": "quetiapine", "clozaril": "clozapine", "denzapine": "clozapine", "zaponex": "clozapine",
+    "versacloz": "clozapine", "invega": "paliperidone", "invega sustenna": "paliperidone" + _LONG_ACTING,
+    "invega trinza": "paliperidone" + _LONG_ACTING, "invega hafyera": "paliperidone" + _LONG_ACTING,
+    "xeplion": "paliperidone" + _LONG_ACTING, "trevicta": "paliperidone" + _LONG_ACTING,
+    "byannli": "paliperidone" + _LONG_ACTING, "haldol": "haloperidol",
+    "haldol decanoate": "haloperidol" + _LONG_ACTING, "latuda": "lurasidone", "geodon": "ziprasidone",
+    "saphris": "asenapine", "sycrest": "asenapine", "fanapt": "iloperidone", "rexulti": "brexpiprazole",
+    "vraylar": "cariprazine", "reagila": "cariprazine", "caplyta": "lumateperone", "solian": "amisulpride",
+    "dolmatil": "sulpiride", "depixol": "flupentixol", "fluanxol": "flupentixol", "clopixol": "zuclopenthixol",
+    "modecate": "fluphenazine", "largactil": "chlorpromazine", "thorazine": "chlorpromazine",
+    "stelazine": "trifluoperazine",
+}
+# Longest first, so "Abilify Maintena" is read whole before "Abilify".
+_BRAND = "|".join(re.escape(b).replace(r"\ ", r"\s+") for b in sorted(BRANDS, key=len, reverse=True))
 MEDICINE = re.compile(
-    r"\b[a-z]+(?:apine|idone|azole|pride|peridol|azine|thixol|ixol|pirone|piprazole|rone)\b",
+    r"\b(?:[a-z]+(?:apine|idone|azole|pride|peridol|azine|thixol|ixol|pirone|piprazole|rone)|" + _BRAND + r")\b",
     re.IGNORECASE)
+_BRAND_NAME = re.compile(r"\b(?:" + _BRAND + r")\b", re.IGNORECASE)
+
+
+def international_name(name: str) -> str:
+    """A medicine's name as the knowledge base says it: a brand's international name, else as given."""
+    return BRANDS.get(" ".join(name.lower().split()), name)
+
+
+def with_international_names(text: str) -> str:
+    """`text` with every brand name read as its international name."""
+    return _BRAND_NAME.sub(lambda found: international_name(found.group(0)), text)
 
 
 def without_medicines(text: str) -> str:

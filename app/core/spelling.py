@@ -37,7 +37,7 @@ import jellyfish
 from rapidfuzz import fuzz, process
 from wordfreq import top_n_list, zipf_frequency
 
-from app.core.medicines import MEDICINE
+from app.core.medicines import MEDICINE, with_international_names
 
 _WORD = re.compile(r"[A-Za-z]+")
 MIN_SOUND = 4  # a shorter Metaphone code ("TP": depot, type, tip) says too little to go by
@@ -146,7 +146,7 @@ class Speller:
         return min(found, key=lambda f: (typing_distance(f[0], word), -_used(f[0])), default=None)
 
     def correct(self, text: str) -> str:
-        return _WORD.sub(lambda m: self.correct_word(m.group(0)), text)
+        return _WORD.sub(lambda m: self.correct_word(m.group(0)), with_international_names(text))
 
 
 def _neighbours(a: str, b: str) -> bool:

@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from app.core.answer_types import asks_yes_or_no, gives, wanted
-from app.core.medicines import MEDICINE, without_medicines
+from app.core.medicines import MEDICINE, international_name, without_medicines
 from app.core.records import SourceText
 from app.core.text import STOPWORDS, citations_in, plain, split_sentences, strip_citations
 from app.prompts import reply
@@ -335,7 +335,7 @@ def _asked_of(sources: Sequence[SourceText], pool: list[tuple[int, str, Passage]
 
 
 def _medicines_named(text: str) -> set[str]:
-    return {name.lower() for name in MEDICINE.findall(text)}
+    return {international_name(name).lower() for name in MEDICINE.findall(text)}
 
 
 def _likeness(linked: tuple[np.ndarray, np.ndarray], part: np.ndarray, masked_part: np.ndarray | None,

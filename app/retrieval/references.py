@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from app.core.medicines import MEDICINE
+from app.core.medicines import MEDICINE, international_name
 
 _NOUN = r"(?:one|medicine|medication|med|drug|tablet|pill|injection)"
 _OTHER = re.compile(rf"\bthe other(?: {_NOUN}s?)?\b", re.IGNORECASE)
@@ -38,7 +38,7 @@ def named_medicines(messages: list[str], *, latest_last: bool = True) -> list[st
     order: dict[str, None] = {}
     for message in messages:
         for match in MEDICINE.finditer(message):
-            name = match.group(0).lower()
+            name = international_name(match.group(0)).lower()
             if latest_last:
                 order.pop(name, None)
             order.setdefault(name, None)
