@@ -638,6 +638,30 @@ def test_a_missed_dose_request_hears_the_fact_for_its_own_situation(make_bot, as
     assert re.search(safety_fact, trace.answer) and "S13" in trace.citations, trace.answer
 
 
+def test_a_general_question_on_missed_doses_gets_the_general_card_not_the_one_on_stopping(make_bot):
+    """"what should you do if you forget a dose of your antipsychotic?" got the card on stopping
+    suddenly, whose one sentence on missed doses came fifth."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "what should you do if you forget a dose of your antipsychotic?")
+    assert trace.route == "answer" and trace.card == "A109", trace.answer
+    assert "forgotten or late dose" in split_sentences(trace.answer)[0], trace.answer
+    assert "do not take extra to catch up" in trace.answer, trace.answer
+
+
+def test_a_request_about_ones_own_case_hears_its_boundary_card_again(make_bot):
+    """A boundary card given for a general question ("what are the signs of relapse?") is not
+    withheld as said already when the request about one's own case follows ("is she relapsing?"):
+    composed from the relapse source instead, the reply lost "contact the care team the same day"."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    first = bot.ask(thread, "what are the warning signs that someone is relapsing?")
+    assert first.card == "A06", first.answer
+    trace = bot.ask(thread, "my husband hasn't slept for three nights and thinks the neighbours are watching him. "
+                            "is he relapsing?")
+    assert trace.route == "boundary" and trace.card == "A06", trace.answer
+    assert "care team the same day" in trace.answer, trace.answer
+
+
 def test_new_psychotic_symptoms_getting_worse_hear_how_to_get_help_the_same_day(make_bot):
     """A first episode growing fast is urgent (issue 10: help today): "see the GP soon" is not enough."""
     bot = make_bot()

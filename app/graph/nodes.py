@@ -265,9 +265,12 @@ class AnswerNodes:
             if match is not None and match.confident:
                 identification = _with_card_sources(identification, match.card, self.services)
         route = _route(identification, screen, match)
-        if match is not None and match.confident and _delivered(match.card, state):
+        if match is not None and match.confident and _delivered(match.card, state) \
+                and not (match.card.kind == "boundary" and _own_case(screen)):
             # Said in full already: a follow-up matched to it ("why the blood tests?" after the
             # clozapine card) hears what the card did not say, from its sources, not the card again.
+            # Not a request about someone's own case ("is she relapsing?" after the warning signs):
+            # its boundary reply and safety facts bear saying again.
             match = None
         confident = match is not None and match.confident
         read_as = f"{identification.context} {text}" if identification.context else text
