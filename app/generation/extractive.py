@@ -524,12 +524,13 @@ def pick_sentences(
     # Then the best of the rest. A sentence that leans on one already chosen reads well right after
     # it ("If you have stopped…, contact your prescriber the same day. Ask them how to start
     # again…"), so there its leaning costs nothing.
+    antecedent = np.array([before if leaning[i] and (before := index_of.get((sid, p.position - 1), -1)) >= 0
+                           and pool[before][2].section == p.section else -1 for i, (_, sid, p) in enumerate(pool)])
     tried: set[int] = set()
     while len(chosen) < max_sentences:
-        resumes = np.array([leaning[i] and (sid, p.position - 1) in chosen
-                            and pool[index_of[(sid, p.position - 1)]][2].section == p.section
-                            for i, (_, sid, p) in enumerate(pool)])
-        score = combined + LEANING_PENALTY * resumes
+        taken = np.zeros(len(pool) + 1, dtype=bool)  # the last slot stands for "no antecedent"
+        taken[[index_of[key] for key in chosen]] = True
+        score = combined + LEANING_PENALTY * taken[antecedent]
         score[list(tried)] = -np.inf
         index = int(np.argmax(score))
         if score[index] < floor:
