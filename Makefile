@@ -11,8 +11,8 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # Runtime only: enough for the offline default.
-$(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+$(VENV)/.installed-runtime: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install -q -c constraints.txt -e .
 	touch $@
 
 # Everything: tests, lint and the local llama.cpp server, built from source for a portable x86-64
@@ -20,8 +20,8 @@ $(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
 # on a VM whose CPU advertises AMX. pip's cache would hand back a wheel built with other flags,
 # hence no cache for this install.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir -e '.[dev,local]'
+$(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir -c constraints.txt -e '.[dev,local]'
 	touch $@ $(VENV)/.installed-runtime
 
 # The learned checks are built here, not kept in git: the first run trains them (about 10 minutes

@@ -83,6 +83,47 @@ def test_a_broken_card_stops_loading_naming_file_and_problem(tmp_path, body, pro
         load_knowledge_base(kb_with_card(tmp_path, body))
 
 
+BOUNDARY_CARD = """---
+id: {id}
+title: Clozapine doses
+questions:
+  - "Can I change my clozapine dose?"
+kind: boundary
+requests: [{kind}]
+safety_fact: "{fact}"
+---
+I can't say what dose to take. Clozapine needs regular blood tests. [S11] Ask your clozapine team about your dose. [S11]
+"""
+
+
+@pytest.mark.parametrize(("kind", "fact", "problem"), [
+    ("dose", "Clozapine needs blood tests. [S11]", "not one of the card's cited sentences"),
+    ("dose", "I can't say what dose to take.", "not one of the card's cited sentences"),
+])
+def test_a_safety_fact_must_be_one_of_the_card_s_own_cited_sentences(tmp_path, kind, fact, problem):
+    kb = kb_with_card(tmp_path, "Clozapine needs regular blood tests. [S11]")
+    (kb / "answers" / "Z02-doses.md").write_text(BOUNDARY_CARD.format(id="Z02", kind=kind, fact=fact),
+                                                 encoding="utf-8")
+    with pytest.raises(KnowledgeBaseError, match=rf"Z02-doses.md: field 'safety_fact': {problem}"):
+        load_knowledge_base(kb)
+
+
+def test_one_card_declares_the_safety_fact_of_a_kind_of_request(tmp_path):
+    kb = kb_with_card(tmp_path, "Clozapine needs regular blood tests. [S11]")
+    fact = "Ask your clozapine team about your dose. [S11]"
+    for card_id in ("Z02", "Z03"):
+        (kb / "answers" / f"{card_id}-doses.md").write_text(
+            BOUNDARY_CARD.format(id=card_id, kind="dose", fact=fact), encoding="utf-8")
+    with pytest.raises(KnowledgeBaseError, match=r"Z03-doses.md: field 'safety_fact': Z02 already declares .* 'dose'"):
+        load_knowledge_base(kb)
+
+
+def test_the_shipped_safety_facts_are_declared_for_the_medicine_decisions(knowledge_base):
+    declared = {kind: card.safety_fact for card in knowledge_base.cards if card.safety_fact for kind in card.requests}
+    assert {"dose", "missed_dose", "stop_or_reduce", "switch", "side_effect_decision",
+            "medicine_for_someone"} <= set(declared), declared
+
+
 @pytest.mark.slow
 def test_kb_check_runs_every_card_through_the_filter_and_fails_on_a_rejected_one(tmp_path, monkeypatch):
     from typer.testing import CliRunner

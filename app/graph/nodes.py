@@ -35,7 +35,7 @@ from app.core.records import (
     Turn,
     TurnTrace,
 )
-from app.core.text import RELATIONS, citations_in, split_sentences
+from app.core.text import RELATIONS, citations_in, split_sentences, strip_citations
 from app.generation.cards import led_by_answer
 from app.generation.extractive import (
     compose_extractive_answer,
@@ -351,7 +351,10 @@ class AnswerNodes:
             asked = without_medicines(asked)
         missing: dict[str, set[str]] = {}
         docs: dict[str, SourceText] = {}
-        for sid in dict.fromkeys([*card.sources, *state["prompt_source_ids"]]):
+        # A source in the prompt only for a safety fact (`_kinds_facts`) is not on what was asked.
+        found = {c.source_id for c in state["identification"].candidates}
+        for_facts = set(citations_in(" ".join(self._kinds_facts(state)))) - found
+        for sid in dict.fromkeys([*card.sources, *(s for s in state["prompt_source_ids"] if s not in for_facts)]):
             unsaid = set(self.services.identifier.keywords_said(asked, sid)) \
                 - set(self.services.identifier.keywords_said(card.body, sid))
             if unsaid and (doc := self.services.source_text(sid)):
@@ -377,6 +380,25 @@ class AnswerNodes:
                 first = picked.text
             return " ".join(f"{sentence} [{picked.source_id}]" for sentence in [first, *leaning])
         return ""
+
+    def _kinds_facts(self, state: ChatState) -> list[str]:
+        """On the boundary route, the safety fact of each kind of request the screen read the
+        message as (its likeliest kind, and any nearly as likely: see `CardMeta.safety_fact`),
+        whichever card or sources answer it: "can I tell my girlfriend it's fine to quit her
+        risperidone?" gets the card on someone else's medicine (consent) and hears that an
+        antipsychotic is never stopped alone; "im drooling on clozapine, can i cut the dose
+        myself?" gets the clozapine card's side effects, then that the dose is not changed alone."""
+        if state["trace"].route != "boundary":
+            return []
+        screen = state["screen"]
+        declared = {kind: card.safety_fact for card in self.services.cards.cards if card.safety_fact
+                    for kind in card.requests}
+        return list(dict.fromkeys(declared[kind] for kind in screen.boundary_kinds if kind in declared))
+
+    def _unsaid_facts(self, state: ChatState, reply_so_far: str) -> str:
+        """The kinds' safety facts (`_kinds_facts`) that the reply does not already say."""
+        said = {strip_citations(s) for s in split_sentences(reply_so_far)}
+        return " ".join(f for f in self._kinds_facts(state) if strip_citations(f) not in said)
 
     def _medical_the_sources_answer(self, screen: InputScreen, before: str) -> bool:
         """A medical emergency read by the learned layer alone, about a medicine, that retrieval
@@ -428,11 +450,14 @@ class AnswerNodes:
         chosen = [c.source_id for c in state["identification"].candidates]
         required = set(card.sources) if (card := self._card(state)) else set(chosen[:1])
         required |= set(citations_in(self._lead(state)))  # an urgent answer's lead cites them
+        # and so do the safety facts of the request's kinds (`_kinds_facts`)
+        facts = [sid for sid in citations_in(" ".join(self._kinds_facts(state))) if sid not in chosen]
+        required |= set(facts)
         recent = [sid for sid, last in sorted((state.get("sources_in_play") or {}).items(),
                                               key=lambda item: -item[1])
                   if last >= turn - prompting.keep_sources_for_turns and sid not in chosen]
         included, dropped, budget = [], [], prompting.source_token_budget
-        for sid in [*chosen, *recent]:
+        for sid in dict.fromkeys([*chosen, *facts, *recent]):
             doc = self.services.source_text(sid)
             cost = count_tokens_approximately([HumanMessage(doc.text)]) if doc else 0
             if doc and (cost <= budget or sid in required):  # the best source (or a card's) always goes in
@@ -461,10 +486,11 @@ class AnswerNodes:
         if vetted and (self.services.chat is None or card.kind == "boundary"):
             draft, trace.generator = card_draft(card, trace.route == "boundary", self._card_body(card, state)), "card"
             if card.kind == "boundary":
-                draft = _joined(draft, self._what_the_topic_adds(state, card)
+                draft = _joined(draft, self._unsaid_facts(state, draft), self._what_the_topic_adds(state, card)
                                 or self._what_the_card_leaves_out(state, card))
-            else:
-                draft = _before_closing(draft, self._what_the_card_leaves_out(state, card))
+            else:  # on the boundary route too, the kinds' safety facts before who to ask
+                draft = _before_closing(draft, _joined(self._unsaid_facts(state, draft),
+                                                       self._what_the_card_leaves_out(state, card)))
         elif self.services.chat is None:
             draft, trace.generator = self.extractive_answer(state), "extractive"
         else:
@@ -554,7 +580,8 @@ class AnswerNodes:
                                            quoted=self._lead(state))  # the lead says how to get help
         if state["trace"].route == "boundary":  # what the bot cannot do, the facts, who to ask
             body = answer.removesuffix(reply("verification_reminder")).strip()
-            answer = "\n\n".join(p for p in (reply("boundary_opening"), body, reply("boundary_who_to_ask")) if p)
+            answer = _joined(reply("boundary_opening"), body, self._unsaid_facts(state, body),
+                             reply("boundary_who_to_ask"))
         return answer
 
     @timed("critical_analysis")

@@ -31,6 +31,12 @@ class CardMeta(BaseModel):
     # A boundary card's kinds of request about one's own case, as the input screen names them
     # ("missed_dose"): the screen's reading of a request chooses among the cards that list it.
     requests: list[str] = Field(default_factory=list)
+    # The one sentence of a boundary card's body that every request of its kinds must hear,
+    # whichever card answers it: the screen may read a request as two kinds ("can I tell my
+    # girlfriend it's fine to quit her risperidone?" is about someone else's medicine and about
+    # stopping), and a card speaks to one. A kind whose cards answer different topics (drink or
+    # other medicines; family or relapse risk) declares none.
+    safety_fact: str = ""
 
 
 class AnswerCard(CardMeta):

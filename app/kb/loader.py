@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from app.core.errors import KnowledgeBaseError
+from app.core.text import citations_in, split_sentences
 from app.kb.cards import CARDS_FOLDER, AnswerCard, CardMeta
 from app.kb.examples import EXAMPLES_FOLDER, ExampleSet, load_examples
 from app.kb.schema import Source, SourceMeta, field_name, yaml_problem
@@ -199,8 +200,23 @@ def load_cards(folder: Path, source_ids: set[str]) -> tuple[list[AnswerCard], li
             problems.append(f"{where}: cites no source")
         if uncited := card.uncited_sentences():
             problems.append(f"{where}: a sentence has no citation: {uncited[0][:80]!r}")
+        problems += _safety_fact_problems(card, where, cards)
         cards.append(card)
     return cards, problems
+
+
+def _safety_fact_problems(card: AnswerCard, where: str, earlier: list[AnswerCard]) -> list[str]:
+    """A card's `safety_fact` is one of its own cited sentences, on a boundary card, and the only
+    one declared for each of its kinds of request."""
+    if not card.safety_fact:
+        return []
+    if card.kind != "boundary" or not card.requests:
+        return [f"{where}: field 'safety_fact': only a boundary card with requests declares one"]
+    if card.safety_fact not in split_sentences(card.body) or not citations_in(card.safety_fact):
+        return [f"{where}: field 'safety_fact': not one of the card's cited sentences: {card.safety_fact[:80]!r}"]
+    taken = {kind: other.id for other in earlier if other.safety_fact for kind in other.requests}
+    return [f"{where}: field 'safety_fact': {other} already declares the safety fact for '{kind}'"
+            for kind in card.requests if (other := taken.get(kind))]
 
 
 def unapproved_flags(source: Source) -> list[SourceFlag]:
