@@ -11,6 +11,7 @@ import pytest
 
 from app.core.errors import KnowledgeBaseError
 from app.kb import load_knowledge_base
+from app.kb.cards import safety_facts
 from judges.local.screen_model import training_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +120,7 @@ def test_one_card_declares_the_safety_fact_of_a_kind_of_request(tmp_path):
 
 
 def test_the_shipped_safety_facts_are_declared_for_the_medicine_decisions(knowledge_base):
-    declared = {kind: card.safety_fact for card in knowledge_base.cards if card.safety_fact for kind in card.requests}
+    declared = safety_facts(knowledge_base.cards)
     assert {"dose", "missed_dose", "stop_or_reduce", "switch", "side_effect_decision",
             "medicine_for_someone"} <= set(declared), declared
 

@@ -390,10 +390,8 @@ class AnswerNodes:
         myself?" gets the clozapine card's side effects, then that the dose is not changed alone."""
         if state["trace"].route != "boundary":
             return []
-        screen = state["screen"]
-        declared = {kind: card.safety_fact for card in self.services.cards.cards if card.safety_fact
-                    for kind in card.requests}
-        return list(dict.fromkeys(declared[kind] for kind in screen.boundary_kinds if kind in declared))
+        declared = self.services.cards.safety_facts
+        return list(dict.fromkeys(declared[kind] for kind in state["screen"].boundary_kinds if kind in declared))
 
     def _unsaid_facts(self, state: ChatState, reply_so_far: str) -> str:
         """The kinds' safety facts (`_kinds_facts`) that the reply does not already say."""

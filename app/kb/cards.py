@@ -10,6 +10,7 @@ that takes the worry seriously, then how to get help today.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -60,3 +61,8 @@ class AnswerCard(CardMeta):
         if self.kind != "answer":
             sentences = sentences[1:]
         return [s for s in sentences if not citations_in(s)]
+
+
+def safety_facts(cards: Iterable[AnswerCard]) -> dict[str, str]:
+    """Each kind of request's safety fact, as its card declares it (`CardMeta.safety_fact`)."""
+    return {kind: card.safety_fact for card in cards if card.safety_fact for kind in card.requests}

@@ -12,7 +12,7 @@ from app.core.answer_types import asks_anything, wanted
 from app.core.config import Retrieval
 from app.core.medicines import mentions_medicine
 from app.core.text import RELATIONS, content_stems, stem
-from app.kb.cards import AnswerCard
+from app.kb.cards import AnswerCard, safety_facts
 from app.retrieval.references import CLAUSE_END, refers_back
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -61,6 +61,7 @@ class CardMatcher:
         self._phrasings = [q for card in self.cards for q in card.questions]
         self._defining = np.array([wanted(q) == "definition" for q in self._phrasings], dtype=bool)
         self._vectors: np.ndarray | None = None
+        self.safety_facts = safety_facts(self.cards)  # by kind of request, read once
 
     def _matrix(self) -> np.ndarray:
         if self._vectors is None:  # on first use: building services stays cheap
