@@ -482,13 +482,7 @@ class AnswerNodes:
         card = self._card(state)
         vetted = card is not None and state.get("card_confident")
         if vetted and (self.services.chat is None or card.kind == "boundary"):
-            draft, trace.generator = card_draft(card, trace.route == "boundary", self._card_body(card, state)), "card"
-            if card.kind == "boundary":
-                draft = _joined(draft, self._unsaid_facts(state, draft), self._what_the_topic_adds(state, card)
-                                or self._what_the_card_leaves_out(state, card))
-            else:  # on the boundary route too, the kinds' safety facts before who to ask
-                draft = _before_closing(draft, _joined(self._unsaid_facts(state, draft),
-                                                       self._what_the_card_leaves_out(state, card)))
+            draft, trace.generator = self._card_reply(state, card), "card"
         elif self.services.chat is None:
             draft, trace.generator = self.extractive_answer(state), "extractive"
         else:
@@ -497,6 +491,9 @@ class AnswerNodes:
                                         deadline=self.deadline(trace))
                 trace.model_calls.append(call)
                 trace.generator = "llm"
+                # A model's boundary reply may leave out the request's safety facts: they are
+                # ours to say, not its to forget (their sources are in its prompt).
+                draft = _before_closing(draft, self._unsaid_facts(state, draft))
             except ModelError as error:
                 if error.call:
                     trace.model_calls.append(error.call)
@@ -508,6 +505,17 @@ class AnswerNodes:
         trace.citations = _unique(citations_in(draft))
         trace.invalid_citations = [c for c in trace.citations if c not in state["prompt_source_ids"]]
         return {"draft": draft, "trace": trace}
+
+    def _card_reply(self, state: ChatState, card: AnswerCard) -> str:
+        """A card as this turn's reply: a boundary card, then the safety facts of the request's
+        kinds it does not say, then what the request's topic adds; a general card (framed as a
+        boundary reply on that route) with those facts and what it leaves out before its closing."""
+        draft = card_draft(card, state["trace"].route == "boundary", self._card_body(card, state))
+        if card.kind == "boundary":
+            return _joined(draft, self._unsaid_facts(state, draft), self._what_the_topic_adds(state, card)
+                           or self._what_the_card_leaves_out(state, card))
+        return _before_closing(draft, _joined(self._unsaid_facts(state, draft),
+                                              self._what_the_card_leaves_out(state, card)))
 
     def _sources_named(self, text: str) -> set[str]:
         """The sources whose own keywords the message says ("pregnant", "weight gain")."""
@@ -610,7 +618,7 @@ class AnswerNodes:
                 # me what dose of quetiapine to take" is near "what kind of medicine is quetiapine"):
                 # the boundary reply composed from what was found keeps what we cannot do and who to ask.
                 card = None
-            return _joined(self._lead(state), card_draft(card, boundary, self._card_body(card, state)) if card
+            return _joined(self._lead(state), self._card_reply(state, card) if card
                            else self.extractive_answer(state))
 
         deadline = self.deadline(trace)
