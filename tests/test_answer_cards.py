@@ -119,6 +119,15 @@ def test_one_card_declares_the_safety_fact_of_a_kind_of_request(tmp_path):
         load_knowledge_base(kb)
 
 
+def test_a_card_s_reasons_are_sources_of_this_knowledge_base(tmp_path):
+    kb = kb_with_card(tmp_path, "Clozapine needs regular blood tests. [S11]")
+    card = BOUNDARY_CARD.format(id="Z02", kind="dose", fact="Ask your clozapine team about your dose. [S11]")
+    (kb / "answers" / "Z02-doses.md").write_text(card.replace("kind: boundary\n", "kind: boundary\nreasons: [S99]\n"),
+                                                 encoding="utf-8")
+    with pytest.raises(KnowledgeBaseError, match=r"Z02-doses.md: field 'reasons': S99, not a trusted source here"):
+        load_knowledge_base(kb)
+
+
 def test_the_shipped_safety_facts_are_declared_for_the_medicine_decisions(knowledge_base):
     declared = safety_facts(knowledge_base.cards)
     assert {"dose", "missed_dose", "stop_or_reduce", "switch", "side_effect_decision",

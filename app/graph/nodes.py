@@ -98,6 +98,9 @@ def timed(name: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
     return decorate
 
 
+_EVERY = 1_000  # "every sentence" for pick_sentences
+
+
 class AnswerNodes:
     def __init__(self, services: Services):
         self.services = services
@@ -322,6 +325,18 @@ class AnswerNodes:
         added = compose_extractive_answer([asked], [doc], self.services.embed, max_sentences=2, quoted=card.body)
         return added.removesuffix(reply("verification_reminder")).strip()
 
+    def _reasons_said(self, state: ChatState, card: AnswerCard | None) -> list[str]:
+        """The card's reason sources (`CardMeta.reasons`) whose keywords the request says, read
+        without medicine names, and the card does not ("can I cut my tablets in half? they make me
+        so restless": restlessness, of the side-effects source)."""
+        if card is None or not card.reasons or state["trace"].route != "boundary":
+            return []
+        asked = without_medicines(self.services.identifier.correct_spelling(
+            state.get("question") or state["screen"].text))
+        said = self.services.identifier.keywords_said
+        return [sid for sid in card.reasons if sid not in card.sources
+                and set(said(asked, sid)) - set(said(card.body, sid))]
+
     def _medicine_s_own_source(self, state: ChatState, card: AnswerCard) -> str:
         """The source about the medicine the request is about (the message or the conversation
         names it), when there is one, the card does not cite it, and a sentence of it speaks to the
@@ -338,7 +353,7 @@ class AnswerNodes:
         best = pick_sentences([request], [doc], self.services.embed, max_sentences=1, quoted=card.body) if doc else []
         return source if best and best[0].score >= self.settings.retrieval.medicine_source_floor else ""
 
-    def _what_the_card_leaves_out(self, state: ChatState, card: AnswerCard) -> str:
+    def _what_the_card_leaves_out(self, state: ChatState, card: AnswerCard, only: list[str] | None = None) -> str:
         """After a card, the sentence of its sources (or the turn's) on what the message names and
         the card does not: a card answers the common question ("is weed bad for me?"), and "is CBD
         oil ok?" names a keyword of the cannabis source that the card never says. The sentence
@@ -354,13 +369,17 @@ class AnswerNodes:
         # A source in the prompt only for a safety fact (`_kinds_facts`) is not on what was asked.
         found = {c.source_id for c in state["identification"].candidates}
         for_facts = set(citations_in(" ".join(self._kinds_facts(state)))) - found
-        for sid in dict.fromkeys([*card.sources, *(s for s in state["prompt_source_ids"] if s not in for_facts)]):
+        pool = only if only is not None else [*card.sources, *(s for s in state["prompt_source_ids"] if s not in for_facts)]
+        for sid in dict.fromkeys(pool):
             unsaid = set(self.services.identifier.keywords_said(asked, sid)) \
                 - set(self.services.identifier.keywords_said(card.body, sid))
             if unsaid and (doc := self.services.source_text(sid)):
                 missing[sid], docs[sid] = unsaid, doc
-        for picked in sorted(pick_sentences([asked], list(docs.values()), self.services.embed, quoted=card.body),
-                             key=lambda p: -p.score):
+        # For a reason, every sentence of its source is a candidate: the one that names it may be
+        # far from the top ("so restless i want to climb the walls" is nearest tardive dyskinesia).
+        most = {"max_sentences": _EVERY, "per_source": _EVERY} if only is not None else {}
+        for picked in sorted(pick_sentences([asked], list(docs.values()), self.services.embed, quoted=card.body,
+                                            **most), key=lambda p: -p.score):
             if picked.leans_back or not set(self.services.identifier.keywords_said(picked.text, picked.source_id)) \
                     & missing[picked.source_id]:
                 continue
@@ -450,7 +469,9 @@ class AnswerNodes:
         required |= set(citations_in(self._lead(state)))  # an urgent answer's lead cites them
         # and so do the safety facts of the request's kinds (`_kinds_facts`)
         facts = [sid for sid in citations_in(" ".join(self._kinds_facts(state))) if sid not in chosen]
-        required |= set(facts)
+        reasons = self._reasons_said(state, card)  # and the sources of the reason it gives
+        facts += [sid for sid in reasons if sid not in chosen and sid not in facts]
+        required |= {*facts, *reasons}
         recent = [sid for sid, last in sorted((state.get("sources_in_play") or {}).items(),
                                               key=lambda item: -item[1])
                   if last >= turn - prompting.keep_sources_for_turns and sid not in chosen]
@@ -512,8 +533,10 @@ class AnswerNodes:
         boundary reply on that route) with those facts and what it leaves out before its closing."""
         draft = card_draft(card, state["trace"].route == "boundary", self._card_body(card, state))
         if card.kind == "boundary":
-            return _joined(draft, self._unsaid_facts(state, draft), self._what_the_topic_adds(state, card)
-                           or self._what_the_card_leaves_out(state, card))
+            reasons = self._reasons_said(state, card)
+            return _joined(draft, self._unsaid_facts(state, draft),
+                           self._what_the_card_leaves_out(state, card, only=reasons)
+                           or self._what_the_topic_adds(state, card) or self._what_the_card_leaves_out(state, card))
         return _before_closing(draft, _joined(self._unsaid_facts(state, draft),
                                               self._what_the_card_leaves_out(state, card)))
 

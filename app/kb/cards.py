@@ -38,6 +38,10 @@ class CardMeta(BaseModel):
     # stopping), and a card speaks to one. A kind whose cards answer different topics (drink or
     # other medicines; family or relapse risk) declares none.
     safety_fact: str = ""
+    # The sources whose topics are reasons a request of this kind gives, read by their keywords
+    # ("can I cut my tablets in half? they make me so restless": the side-effects source's
+    # restlessness): a boundary reply adds what that source says of the reason the card does not.
+    reasons: list[str] = Field(default_factory=list)
 
 
 class AnswerCard(CardMeta):

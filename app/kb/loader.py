@@ -198,6 +198,10 @@ def load_cards(folder: Path, source_ids: set[str]) -> tuple[list[AnswerCard], li
             problems.append(f"{where}: cites {', '.join(unknown)}, not a trusted source here")
         if not card.sources:
             problems.append(f"{where}: cites no source")
+        if unknown := [r for r in card.reasons if r not in source_ids]:
+            problems.append(f"{where}: field 'reasons': {', '.join(unknown)}, not a trusted source here")
+        if card.reasons and card.kind != "boundary":
+            problems.append(f"{where}: field 'reasons': only a boundary card gives reasons")
         if uncited := card.uncited_sentences():
             problems.append(f"{where}: a sentence has no citation: {uncited[0][:80]!r}")
         problems += _safety_fact_problems(card, where, cards)
