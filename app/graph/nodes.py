@@ -331,11 +331,19 @@ class AnswerNodes:
         so restless": restlessness, of the side-effects source)."""
         if card is None or not card.reasons or state["trace"].route != "boundary":
             return []
-        asked = without_medicines(self.services.identifier.correct_spelling(
-            state.get("question") or state["screen"].text))
+        asked = self._asked_of(state, card)
+        return [sid for sid in card.reasons if sid not in card.sources and self._keywords_left_out(asked, card, sid)]
+
+    def _asked_of(self, state: ChatState, card: AnswerCard) -> str:
+        """The question as a card's leftovers are read: spelt as the knowledge base spells it, and
+        after a boundary card without medicine names, which every medicine source lists."""
+        asked = self.services.identifier.correct_spelling(state.get("question") or state["screen"].text)
+        return without_medicines(asked) if card.kind == "boundary" else asked
+
+    def _keywords_left_out(self, asked: str, card: AnswerCard, source_id: str) -> set[str]:
+        """The source's keywords the question says and the card does not."""
         said = self.services.identifier.keywords_said
-        return [sid for sid in card.reasons if sid not in card.sources
-                and set(said(asked, sid)) - set(said(card.body, sid))]
+        return set(said(asked, source_id)) - set(said(card.body, source_id))
 
     def _medicine_s_own_source(self, state: ChatState, card: AnswerCard) -> str:
         """The source about the medicine the request is about (the message or the conversation
@@ -361,9 +369,7 @@ class AnswerNodes:
         card (when no other source's topic was added), it speaks to the reason the request gives
         ("should I go back to the old dose? I've felt dizzy since…"), read without medicine names,
         which every medicine source lists."""
-        asked = self.services.identifier.correct_spelling(state.get("question") or state["screen"].text)
-        if card.kind == "boundary":
-            asked = without_medicines(asked)
+        asked = self._asked_of(state, card)
         missing: dict[str, set[str]] = {}
         docs: dict[str, SourceText] = {}
         # A source in the prompt only for a safety fact (`_kinds_facts`) is not on what was asked.
@@ -371,8 +377,7 @@ class AnswerNodes:
         for_facts = set(citations_in(" ".join(self._kinds_facts(state)))) - found
         pool = only if only is not None else [*card.sources, *(s for s in state["prompt_source_ids"] if s not in for_facts)]
         for sid in dict.fromkeys(pool):
-            unsaid = set(self.services.identifier.keywords_said(asked, sid)) \
-                - set(self.services.identifier.keywords_said(card.body, sid))
+            unsaid = self._keywords_left_out(asked, card, sid)
             if unsaid and (doc := self.services.source_text(sid)):
                 missing[sid], docs[sid] = unsaid, doc
         # For a reason, every sentence of its source is a candidate: the one that names it may be
@@ -470,13 +475,12 @@ class AnswerNodes:
         # and so do the safety facts of the request's kinds (`_kinds_facts`)
         facts = [sid for sid in citations_in(" ".join(self._kinds_facts(state))) if sid not in chosen]
         reasons = self._reasons_said(state, card)  # and the sources of the reason it gives
-        facts += [sid for sid in reasons if sid not in chosen and sid not in facts]
         required |= {*facts, *reasons}
         recent = [sid for sid, last in sorted((state.get("sources_in_play") or {}).items(),
                                               key=lambda item: -item[1])
                   if last >= turn - prompting.keep_sources_for_turns and sid not in chosen]
         included, dropped, budget = [], [], prompting.source_token_budget
-        for sid in dict.fromkeys([*chosen, *facts, *recent]):
+        for sid in dict.fromkeys([*chosen, *facts, *reasons, *recent]):
             doc = self.services.source_text(sid)
             cost = count_tokens_approximately([HumanMessage(doc.text)]) if doc else 0
             if doc and (cost <= budget or sid in required):  # the best source (or a card's) always goes in
