@@ -245,14 +245,14 @@ def test_a_lead_that_leans_back_twice_comes_after_what_it_leans_on(embedder, kno
 
 @pytest.mark.slow
 def test_the_list_the_lead_introduces_goes_with_it(embedder, knowledge_base):
-    """"NMS is a rare but serious reaction. Signs include: …": the signs are what the definition
-    goes on to say, though the list's lead-in ("Signs include") matches the question poorly."""
+    """"NMS is a rare but serious reaction. Signs of NMS include: …": the signs are what the definition
+    goes on to say, though the list's lead-in ("Signs of NMS include") matches the question poorly."""
     source = knowledge_base.get("S12")
     side_effects = SourceText(id=source.id, title=source.title, text=source.body)
     answer = compose_extractive_answer(["what is NMS?"], [side_effects], embedder.encode)
     lead, following = split_sentences(answer)[:2]
     assert lead.startswith("Neuroleptic malignant syndrome (NMS) is"), answer
-    assert following.startswith("Signs include: high temperature (fever); very stiff muscles"), answer
+    assert following.startswith("Signs of NMS include: high temperature (fever); very stiff muscles"), answer
 
 
 @pytest.mark.slow

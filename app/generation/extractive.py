@@ -121,7 +121,7 @@ class Passage:
     text: str
     section: str
     position: int
-    head: str = ""  # a joined list's lead-in ("Signs include:")
+    head: str = ""  # a joined list's lead-in ("Signs of NMS include:")
     items: tuple[str, ...] = ()  # a joined list's items
     tail: bool = False  # a list item's later sentence, after the list: said of that item
 
@@ -131,7 +131,7 @@ class Passage:
 
     @property
     def introduced_items(self) -> list[str]:
-        """Each item as its lead-in introduces it ("Signs include: fever.")."""
+        """Each item as its lead-in introduces it ("Signs of NMS include: fever.")."""
         return [_list_text(self.head, [item]) for item in self.items]
 
     def with_items(self, keep: Sequence[int]) -> str:
@@ -140,7 +140,7 @@ class Passage:
 
     @property
     def is_list(self) -> bool:
-        """A list joined to its lead-in ("Signs include: fever; very stiff muscles; …")."""
+        """A list joined to its lead-in ("Signs of NMS include: fever; very stiff muscles; …")."""
         return len(self.items) > 1
 
     @property
@@ -506,7 +506,7 @@ def pick_sentences(
     for scores in scored_parts:  # one sentence per part first, so no part goes unanswered
         take(int(np.argmax(scores)))
     # The best sentence's own continuation ("Tardive dyskinesia is… It causes movements…", "NMS
-    # is a rare but serious reaction. Signs include: fever; …") goes with it, before the rest is
+    # is a rare but serious reaction. Signs of NMS include: fever; …") goes with it, before the rest is
     # filled in: it says more about what answered, and reads well only right after it ("… most
     # people who have a relative with it never develop it. As a rough guide: …; if a brother or
     # sister has it, the chance is around 1 in 10"). Up to two passages: a sentence that leans

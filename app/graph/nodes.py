@@ -67,9 +67,12 @@ from judges.schema import DraftContext
 RELATED_FROM = 0.02
 # The screen's crisis kinds in which the writer is with someone else in danger, not in danger themselves.
 _SOMEONE_ELSE_IN_DANGER = frozenset(["third_person", "third_person_risk", "third_person_danger", "missing_person"])
+# Not a person the writer's own state is about ("suspicious of my flatmates", "shouting at her"):
+# whose situation it is, not who is in it.
 _ANOTHER_PERSON = re.compile(
-    r"\b(?:he|she|him|his|her|hers|he'?s|she'?s|hes|shes)\b|\b(?:my|our)\s+(?:\w+\s+){0,2}?(?:"
-    + "|".join(RELATIONS) + r")s?\b", re.IGNORECASE)
+    r"(?<!\bof )(?<!\bat )(?<!\btowards )"
+    r"(?:\b(?:he|she|him|his|her|hers|he'?s|she'?s|hes|shes)\b|\b(?:my|our)\s+(?:\w+\s+){0,2}?(?:"
+    + "|".join(RELATIONS) + r")s?\b)", re.IGNORECASE)
 # "Who do I call?", "where can I go tonight?", "what number do I ring?": where to get help, not what to do.
 _ASKS_WHO_TO_CONTACT = re.compile(
     r"\b(?:who|where|what (?:number|line|service))\b(?:\W+\w+){0,5}?\W+(?:call|ring|phone|contact|text|go|turn|"
