@@ -213,6 +213,24 @@ def test_a_request_about_no_medicine_gets_the_card_on_its_topic_not_its_kind(emb
 
 
 @pytest.mark.slow
+def test_the_answer_a_follow_up_continues_chooses_among_the_cards_for_its_kind(embedder, knowledge_base):
+    """Two boundary cards answer requests to rate a risk (getting the illness; relapsing), and
+    "does that mean she's going to get it?" is about as near to either: after an answer on
+    heredity it asks the first, after one on relapse the second."""
+    from app.core.config import Retrieval
+    from app.retrieval.cards import CardMatcher
+
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    settings = Retrieval()
+    rating = [card for card in knowledge_base.cards if "risk_rating" in card.requests]
+    assert len(rating) >= 2 and len({frozenset(card.sources) for card in rating}) == len(rating)
+    follow_up = "does that mean she's going to get it?"
+    for card in rating:
+        found = matcher.match(follow_up, settings, own_case=True, requests=["risk_rating"], continued=card.sources)
+        assert found is not None and found.card is card, (card.id, found)
+
+
+@pytest.mark.slow
 def test_retrieval_s_sources_choose_among_the_cards_for_a_kind_and_a_named_topic_can_outvote_it(embedder, knowledge_base):
     """Two boundary cards answer requests to combine things with a medicine (drink and cannabis;
     other medicines and remedies): the phrasings cannot tell which one "St John's wort" is, the

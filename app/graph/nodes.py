@@ -224,7 +224,8 @@ class AnswerNodes:
             # card's question, not the one on what schizophrenia is); texting forms stay as typed.
             match = self.services.cards.match(self.services.identifier.correct_english(text), self.settings.retrieval,
                                               own_case=own_case, requests=screen.boundary_kinds, found=found,
-                                              topics=said, subjects=subjects)
+                                              topics=said, subjects=subjects,
+                                              continued=last_sources if identification.context else [])
             if match is None and identification.context:
                 # Too few words of its own to be near any card ("will i get it too?" after "my mum
                 # was just diagnosed"): the message as read with the conversation.

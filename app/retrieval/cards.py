@@ -70,14 +70,15 @@ class CardMatcher:
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
               requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = (),
-              subjects: Collection[str] | None = None) -> CardMatch | None:
+              subjects: Collection[str] | None = None, continued: Collection[str] = ()) -> CardMatch | None:
         """The card for what the message asks, read without the clauses that only state the
         situation (`situation_told`) when that finds a card confidently: the situation's words
         sway a whole message's embedding towards the cards about that situation ("my son has
         schizophrenia and won't take his meds" is near "my son has just been diagnosed with
         schizophrenia"). Else the card for the whole message (see `_match`), unless it is the card
         the situation alone would get."""
-        options = dict(own_case=own_case, requests=requests, found=found, topics=topics, subjects=subjects)
+        options = dict(own_case=own_case, requests=requests, found=found, topics=topics, subjects=subjects,
+                       continued=continued)
         situation, asked = situation_told(question)
         if not situation:
             return self._match(question, settings, **options)
@@ -91,7 +92,7 @@ class CardMatcher:
 
     def _match(self, question: str, settings: Retrieval, *, own_case: bool = False,
                requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = (),
-               subjects: Collection[str] | None = None) -> CardMatch | None:
+               subjects: Collection[str] | None = None, continued: Collection[str] = ()) -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`; `requests`: the screen's reading of its
         kind, and any kind nearly as likely), the boundary card for that kind of request (see
@@ -99,7 +100,8 @@ class CardMatcher:
         `found`: the sources retrieval found clearly for the question, best first; a general card
         drawing on the best needs less closeness (`card_agreed_threshold`); `topics`: the sources
         whose keywords the question says; `subjects`: those it names in words other than a
-        medicine's name (default: `topics`)."""
+        medicine's name (default: `topics`); `continued`: the sources of the answer a message read
+        with the conversation continues (see `_requested`)."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
@@ -108,7 +110,7 @@ class CardMatcher:
             general = self._agreed(similarities, settings, found[0]) or general
         boundary = None
         if own_case:
-            boundary = (self._requested(question, similarities, requests, settings, topics, found)
+            boundary = (self._requested(question, similarities, requests, settings, topics, [*found, *continued])
                         or self._closest(similarities, settings, boundary_only=True))
         # A much closer general card answers, its topic framed as a boundary reply, when it is
         # close enough to deliver, or the message names its topic in so many words (`topics`) and
@@ -191,9 +193,10 @@ class CardMatcher:
         (`topics`, by keyword) but not that of the kind's card, the nearest answers ("should we
         stop him smoking weed?" is about cannabis, not stopping medicine), and when no boundary card
         is about what it names, none is (the reply is composed from what retrieval found). Of
-        several cards for the kind, one drawing on a source retrieval found (`found`) comes first
-        unless another is much closer: the phrasings may not know the words ("St John's wort"),
-        retrieval's examples may."""
+        several cards for the kind, one drawing on a source retrieval found (`found`), or that the
+        answer a follow-up continues drew on ("does that mean she'll get it?" after heredity),
+        comes first unless another is much closer: the phrasings may not know the words ("St
+        John's wort"), retrieval's examples may."""
         serving = [i for i, owner in enumerate(self._owners) if set(requests) & set(owner.requests)]
         if not serving:
             return None
