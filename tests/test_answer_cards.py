@@ -213,41 +213,38 @@ def test_a_request_about_no_medicine_gets_the_card_on_its_topic_not_its_kind(emb
 
 
 @pytest.mark.slow
-def test_the_answer_a_follow_up_continues_chooses_among_the_cards_for_its_kind(embedder, knowledge_base):
-    """Two boundary cards answer requests to rate a risk (getting the illness; relapsing), and
-    "does that mean she's going to get it?" is about as near to either: after an answer on
-    heredity it asks the first, after one on relapse the second."""
+@pytest.mark.parametrize(("kind", "message", "vouching"), [
+    # drink and cannabis; other medicines and remedies: which one is "St John's wort"?
+    ("combine", "can she take st john's wort alongside her aripiprazole", "found"),
+    # getting the illness; relapsing: after an answer on heredity, the first
+    ("risk_rating", "does that mean she's going to get it?", "continued"),
+])
+def test_sources_that_vouch_choose_among_the_cards_for_a_kind(embedder, knowledge_base, kind, message, vouching):
+    """Several boundary cards answer a kind of request and the phrasings cannot tell which one a
+    message asks: the sources retrieval found for it (`found`), or that the answer a follow-up
+    continues drew on (`continued`), can."""
     from app.core.config import Retrieval
     from app.retrieval.cards import CardMatcher
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode)
     settings = Retrieval()
-    rating = [card for card in knowledge_base.cards if "risk_rating" in card.requests]
-    assert len(rating) >= 2 and len({frozenset(card.sources) for card in rating}) == len(rating)
-    follow_up = "does that mean she's going to get it?"
-    for card in rating:
-        found = matcher.match(follow_up, settings, own_case=True, requests=["risk_rating"], continued=card.sources)
+    serving = [card for card in knowledge_base.cards if kind in card.requests]
+    assert len(serving) >= 2 and len({frozenset(card.sources) for card in serving}) == len(serving)
+    for card in serving:
+        found = matcher.match(message, settings, own_case=True, requests=[kind], **{vouching: card.sources})
         assert found is not None and found.card is card, (card.id, found)
 
 
 @pytest.mark.slow
-def test_retrieval_s_sources_choose_among_the_cards_for_a_kind_and_a_named_topic_can_outvote_it(embedder, knowledge_base):
-    """Two boundary cards answer requests to combine things with a medicine (drink and cannabis;
-    other medicines and remedies): the phrasings cannot tell which one "St John's wort" is, the
-    sources retrieval found can. A general card much closer than the kind's card, on a topic the
-    message names by its keywords and the kind's card's topic not, answers (the smoking card for
-    quitting smoking on clozapine); otherwise the kind's card stays."""
+def test_a_general_card_on_a_named_topic_can_outvote_the_card_for_the_kind(embedder, knowledge_base):
+    """A general card much closer than the kind's card, on a topic the message names by its
+    keywords and the kind's card's topic not, answers (the smoking card for quitting smoking on
+    clozapine); otherwise the kind's card stays."""
     from app.core.config import Retrieval
     from app.retrieval.cards import CardMatcher
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode)
     settings = Retrieval()
-    combine = [card for card in knowledge_base.cards if "combine" in card.requests]
-    assert len(combine) >= 2 and len({frozenset(card.sources) for card in combine}) == len(combine)
-    herbal = "can she take st john's wort alongside her aripiprazole"
-    for card in combine:
-        found = matcher.match(herbal, settings, own_case=True, requests=["combine"], found=card.sources)
-        assert found is not None and found.card is card, (card.id, found)
     smoking = "I'm on clozapine. my mate says I should quit smoking and switch to vaping, is that a good idea?"
     alone = matcher.match(smoking, settings, own_case=True, requests=["combine"])
     assert alone is not None and alone.card.kind == "boundary", alone
