@@ -336,7 +336,7 @@ class AnswerNodes:
         if card is None or not card.reasons or state["trace"].route != "boundary":
             return []
         asked = self._asked_of(state, card)
-        return [sid for sid in card.reasons if sid not in card.sources and self._keywords_left_out(asked, card, sid)]
+        return [sid for sid in card.reasons if sid not in card.sources and self._reason_left_out(asked, card, sid)]
 
     def _asked_of(self, state: ChatState, card: AnswerCard) -> str:
         """The question as a card's leftovers are read: spelt as the knowledge base spells it, and
@@ -348,6 +348,13 @@ class AnswerNodes:
         """The source's keywords the question says and the card does not."""
         said = self.services.identifier.keywords_said
         return set(said(asked, source_id)) - set(said(card.body, source_id))
+
+    def _reason_left_out(self, asked: str, card: AnswerCard, source_id: str) -> set[str]:
+        """The reason source's keywords the request says and the card does not say in a sentence of
+        that source: "such as avoiding weight gain" [S09], on how a medicine is chosen, names the
+        weight a request to switch gives as its reason but does not speak to it."""
+        said = self.services.identifier.keywords_said
+        return set(said(asked, source_id)) - set(said(_cited_to(card.body, source_id), source_id))
 
     def _medicine_s_own_source(self, state: ChatState, card: AnswerCard) -> str:
         """The source about the medicine the request is about (the message or the conversation
@@ -379,9 +386,17 @@ class AnswerNodes:
         # A source in the prompt only for a safety fact (`_kinds_facts`) is not on what was asked.
         found = {c.source_id for c in state["identification"].candidates}
         for_facts = set(citations_in(" ".join(self._kinds_facts(state)))) - found
-        pool = only if only is not None else [*card.sources, *(s for s in state["prompt_source_ids"] if s not in for_facts)]
+        retrieved = [s for s in state["prompt_source_ids"] if s not in for_facts]
+        if only is None:
+            pool, left_out = [*card.sources, *retrieved], self._keywords_left_out
+        elif only:
+            # The turn's sources may speak to the reason too, and better than the reason source's
+            # list: "if weight gain worries you, talk to your prescriber" [S23].
+            pool, left_out = [*only, *retrieved], self._reason_left_out
+        else:
+            return ""
         for sid in dict.fromkeys(pool):
-            unsaid = self._keywords_left_out(asked, card, sid)
+            unsaid = left_out(asked, card, sid)
             if unsaid and (doc := self.services.source_text(sid)):
                 missing[sid], docs[sid] = unsaid, doc
         # For a reason, every sentence of its source is a candidate: the one that names it may be
@@ -901,3 +916,8 @@ def _before_closing(draft: str, addition: str) -> str:
 
 def _joined(*parts: str) -> str:
     return "\n\n".join(part for part in parts if part)
+
+
+def _cited_to(text: str, source_id: str) -> str:
+    """The sentences of `text` that cite `source_id`."""
+    return " ".join(s for s in split_sentences(text) if source_id in citations_in(s))
