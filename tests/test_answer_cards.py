@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -233,6 +234,25 @@ def test_sources_that_vouch_choose_among_the_cards_for_a_kind(embedder, knowledg
     for card in serving:
         found = matcher.match(message, settings, own_case=True, requests=[kind], **{vouching: card.sources})
         assert found is not None and found.card is card, (card.id, found)
+
+
+@pytest.mark.slow
+def test_the_topic_a_request_names_vouches_before_the_answer_it_continues(embedder, knowledge_base):
+    """Of the cards for a kind that the phrasings cannot tell apart, the one on the topic the
+    request names in its own words answers, whichever the answer it continues drew on: "is it
+    safe with alcohol?" after an answer on olanzapine, from the medicines source that vouches for
+    the card on other medicines, names drink."""
+    from app.core.config import Retrieval
+    from app.retrieval.cards import CardMatcher
+
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    settings = Retrieval()
+    serving = [card for card in knowledge_base.cards if "combine" in card.requests]
+    message = "can she take st john's wort alongside her aripiprazole"  # near both (see above)
+    for named, continued in itertools.permutations(serving, 2):
+        found = matcher.match(message, settings, own_case=True, requests=["combine"],
+                              topics=named.sources, continued=continued.sources)
+        assert found is not None and found.card is named, (named.id, continued.id, found)
 
 
 @pytest.mark.slow

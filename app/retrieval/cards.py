@@ -110,7 +110,9 @@ class CardMatcher:
             general = self._agreed(similarities, settings, found[0]) or general
         boundary = None
         if own_case:
-            boundary = (self._requested(question, similarities, requests, settings, topics, [*found, *continued])
+            named = set(topics) if subjects is None else set(subjects) & set(topics)
+            boundary = (self._requested(question, similarities, requests, settings, topics,
+                                        [named, {*found, *continued}])
                         or self._closest(similarities, settings, boundary_only=True))
         # A much closer general card answers, its topic framed as a boundary reply, when it is
         # close enough to deliver, or the message names its topic in so many words (`topics`) and
@@ -179,7 +181,8 @@ class CardMatcher:
         return CardMatch(self._owners[index], similarity, self._phrasings[index], confident=True)
 
     def _requested(self, question: str, similarities: np.ndarray, requests: Sequence[str],
-                   settings: Retrieval, topics: Collection[str] = (), found: Sequence[str] = ()) -> CardMatch | None:
+                   settings: Retrieval, topics: Collection[str] = (),
+                   vouching: Sequence[Collection[str]] = ()) -> CardMatch | None:
         """The closest of the boundary cards that answer these kinds of request (the likeliest kind,
         and any kind nearly as likely: the card's phrasings then decide). The screen's reading
         of the request, learned from hundreds of them, says what is asked better than the nearest
@@ -193,19 +196,25 @@ class CardMatcher:
         (`topics`, by keyword) but not that of the kind's card, the nearest answers ("should we
         stop him smoking weed?" is about cannabis, not stopping medicine), and when no boundary card
         is about what it names, none is (the reply is composed from what retrieval found). Of
-        several cards for the kind, one drawing on a source retrieval found (`found`), or that the
-        answer a follow-up continues drew on ("does that mean she'll get it?" after heredity),
-        comes first unless another is much closer: the phrasings may not know the words ("St
-        John's wort"), retrieval's examples may."""
+        several cards for the kind, one drawing on a source that vouches for it comes first unless
+        another is much closer: the phrasings may not know the words ("St John's wort"),
+        retrieval's examples may. `vouching`: groups of such sources, the first that vouches for a
+        card deciding: the sources the message names in its own words, then those retrieval found
+        or that the answer a follow-up continues drew on ("does that mean she'll get it?" after
+        heredity); "is it safe with alcohol?" after olanzapine names drink, which the card on
+        other medicines does not speak to, though the medicines source vouches for it."""
         serving = [i for i, owner in enumerate(self._owners) if set(requests) & set(owner.requests)]
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
-        vouched = set(found)
-        agreeing = max((i for i in serving if vouched & set(self._owners[i].sources)),
-                       key=lambda i: similarities[i], default=None)
-        if agreeing is not None and similarities[best] - similarities[agreeing] < MUCH_CLOSER:
-            best = agreeing
+        for vouched in vouching:
+            # A card speaks to its reasons too (a request to switch because of the weight).
+            agreeing = max((i for i in serving if set(vouched) & {*self._owners[i].sources, *self._owners[i].reasons}),
+                           key=lambda i: similarities[i], default=None)
+            if agreeing is not None:
+                if similarities[best] - similarities[agreeing] < MUCH_CLOSER:
+                    best = agreeing
+                break
         nearest = self._nearest_boundary(similarities)
         if topics and not mentions_medicine(question) and not set(self._owners[best].sources) & set(topics):
             if nearest is None or not set(self._owners[nearest].sources) & set(topics):
