@@ -529,6 +529,16 @@ def test_mixing_medicines_and_relapse_risk_have_boundary_cards_of_their_own(make
     assert re.search(safety_fact, trace.answer, re.IGNORECASE), trace.answer
 
 
+def test_a_question_on_an_identical_twin_s_risk_hears_the_twin_s_figure_not_only_a_sibling_s(make_bot):
+    """The card on family risk gives a brother's or sister's chance (about 1 in 10), which
+    understates an identical twin's; the source's figure for twins follows it."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "my husband's identical twin was just diagnosed. could he get it too?")
+    assert trace.route == "boundary" and trace.card is not None, trace.answer
+    assert any("identical twin" in s and "1 in 2" in s and s.endswith("[S05]")
+               for s in split_sentences(trace.answer)), trace.answer
+
+
 def test_a_medical_emergency_gets_the_crisis_reply_for_the_body_not_for_feelings(make_bot):
     bot = make_bot()
     contacts = contact_lines(bot.settings.crisis_contacts)
