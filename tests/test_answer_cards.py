@@ -249,10 +249,15 @@ def test_the_topic_a_request_names_vouches_before_the_answer_it_continues(embedd
     settings = Retrieval()
     serving = [card for card in knowledge_base.cards if "combine" in card.requests]
     message = "can she take st john's wort alongside her aripiprazole"  # near both (see above)
+    every = [source for card in serving for source in card.sources]
     for named, continued in itertools.permutations(serving, 2):
         found = matcher.match(message, settings, own_case=True, requests=["combine"],
                               topics=named.sources, continued=continued.sources)
         assert found is not None and found.card is named, (named.id, continued.id, found)
+        # Naming what every card draws on ("meds": the medicines source) tells them no more apart.
+        found = matcher.match(message, settings, own_case=True, requests=["combine"],
+                              topics=every, continued=continued.sources)
+        assert found is not None and found.card is continued, (continued.id, found)
 
 
 @pytest.mark.slow

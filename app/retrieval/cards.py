@@ -198,23 +198,24 @@ class CardMatcher:
         is about what it names, none is (the reply is composed from what retrieval found). Of
         several cards for the kind, one drawing on a source that vouches for it comes first unless
         another is much closer: the phrasings may not know the words ("St John's wort"),
-        retrieval's examples may. `vouching`: groups of such sources, the first that vouches for a
-        card deciding: the sources the message names in its own words, then those retrieval found
-        or that the answer a follow-up continues drew on ("does that mean she'll get it?" after
-        heredity); "is it safe with alcohol?" after olanzapine names drink, which the card on
-        other medicines does not speak to, though the medicines source vouches for it."""
+        retrieval's examples may. `vouching`: groups of such sources, the first that tells the
+        cards apart deciding: the sources the message names in its own words, then those
+        retrieval found or that the answer a follow-up continues drew on ("does that mean she'll
+        get it?" after heredity); "is it safe with alcohol?" after olanzapine names drink, which
+        the card on other medicines does not speak to, though the medicines source vouches for it."""
         serving = [i for i, owner in enumerate(self._owners) if set(requests) & set(owner.requests)]
         if not serving:
             return None
         best = max(serving, key=lambda i: similarities[i])
         for vouched in vouching:
             # A card speaks to its reasons too (a request to switch because of the weight).
-            agreeing = max((i for i in serving if set(vouched) & {*self._owners[i].sources, *self._owners[i].reasons}),
-                           key=lambda i: similarities[i], default=None)
-            if agreeing is not None:
-                if similarities[best] - similarities[agreeing] < MUCH_CLOSER:
-                    best = agreeing
-                break
+            backed = [i for i in serving if set(vouched) & {*self._owners[i].sources, *self._owners[i].reasons}]
+            if not backed or {self._owners[i].id for i in backed} == {self._owners[i].id for i in serving}:
+                continue  # vouches for none, or for all alike ("meds" names the medicines source)
+            agreeing = max(backed, key=lambda i: similarities[i])
+            if similarities[best] - similarities[agreeing] < MUCH_CLOSER:
+                best = agreeing
+            break
         nearest = self._nearest_boundary(similarities)
         if topics and not mentions_medicine(question) and not set(self._owners[best].sources) & set(topics):
             if nearest is None or not set(self._owners[nearest].sources) & set(topics):
