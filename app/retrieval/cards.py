@@ -110,7 +110,8 @@ class CardMatcher:
             general = self._agreed(similarities, settings, found[0]) or general
         boundary = None
         if own_case:
-            named = set(topics) if subjects is None else set(subjects) & set(topics)
+            # Named in its own words and found by retrieval too: "tablet" names the medicines source.
+            named = (set(topics) if subjects is None else set(subjects) & set(topics)) & set(found)
             boundary = (self._requested(question, similarities, requests, settings, topics,
                                         [named, {*found, *continued}])
                         or self._closest(similarities, settings, boundary_only=True))
@@ -199,10 +200,11 @@ class CardMatcher:
         several cards for the kind, one drawing on a source that vouches for it comes first unless
         another is much closer: the phrasings may not know the words ("St John's wort"),
         retrieval's examples may. `vouching`: groups of such sources, the first that tells the
-        cards apart deciding: the sources the message names in its own words, then those
-        retrieval found or that the answer a follow-up continues drew on ("does that mean she'll
-        get it?" after heredity); "is it safe with alcohol?" after olanzapine names drink, which
-        the card on other medicines does not speak to, though the medicines source vouches for it."""
+        cards apart deciding: the sources the message names in its own words that retrieval found,
+        then all those retrieval found or that the answer a follow-up continues drew on ("does that
+        mean she'll get it?" after heredity); "is it safe with alcohol?" after olanzapine names
+        drink, which the card on other medicines does not speak to, though the medicines source
+        vouches for it."""
         serving = [i for i, owner in enumerate(self._owners) if set(requests) & set(owner.requests)]
         if not serving:
             return None
@@ -210,8 +212,8 @@ class CardMatcher:
         for vouched in vouching:
             # A card speaks to its reasons too (a request to switch because of the weight).
             backed = [i for i in serving if set(vouched) & {*self._owners[i].sources, *self._owners[i].reasons}]
-            if not backed or {self._owners[i].id for i in backed} == {self._owners[i].id for i in serving}:
-                continue  # vouches for none, or for all alike ("meds" names the medicines source)
+            if not backed:
+                continue
             agreeing = max(backed, key=lambda i: similarities[i])
             if similarities[best] - similarities[agreeing] < MUCH_CLOSER:
                 best = agreeing
