@@ -199,8 +199,8 @@ class CardMatcher:
         is about what it names, none is (the reply is composed from what retrieval found). Of
         several cards for the kind, one drawing on a source that vouches for it comes first unless
         another is much closer: the phrasings may not know the words ("St John's wort"),
-        retrieval's examples may. `vouching`: groups of such sources, the first that tells the
-        cards apart deciding: the sources the message names in its own words that retrieval found,
+        retrieval's examples may. `vouching`: groups of such sources, the first that vouches for
+        any of the cards deciding: the sources the message names in its own words that retrieval found,
         then all those retrieval found or that the answer a follow-up continues drew on ("does that
         mean she'll get it?" after heredity); "is it safe with alcohol?" after olanzapine names
         drink, which the card on other medicines does not speak to, though the medicines source
