@@ -529,6 +529,17 @@ def test_mixing_medicines_and_relapse_risk_have_boundary_cards_of_their_own(make
     assert re.search(safety_fact, trace.answer, re.IGNORECASE), trace.answer
 
 
+def test_a_break_from_clozapine_hears_who_to_ask_today_when_the_clozapine_team_is_closed(make_bot):
+    """Restarting clozapine at the usual dose after a break of days can be dangerous, and the
+    reply said to ask the clozapine team first, with nothing for tonight when the team is shut."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "been away and missed my clozapine for three days, can i just take my usual dose tonight?")
+    assert trace.route == "boundary" and trace.card is not None, trace.answer
+    sentences = split_sentences(trace.answer)
+    assert any("clozapine team before taking any more" in s for s in sentences), trace.answer
+    assert any("out-of-hours" in s and "same day" in s and s.endswith("[S11]") for s in sentences), trace.answer
+
+
 def test_a_question_on_an_identical_twin_s_risk_hears_the_twin_s_figure_not_only_a_sibling_s(make_bot):
     """The card on family risk gives a brother's or sister's chance (about 1 in 10), which
     understates an identical twin's; the source's figure for twins follows it."""
