@@ -47,9 +47,10 @@ def test_sentences_drop_headings_and_keep_lists_with_their_lead_in():
 
 def test_list_items_joined_into_a_sentence_start_in_lower_case_unless_a_name():
     body = "Possible benefits:\n\n- No need to remember tablets.\n- A steady level of medicine.\n" \
-           "- CBT alongside it.\n- Clozapine for some.\n- I can plan ahead."
+           "- CBT alongside it.\n- Clozapine for some.\n- I can plan ahead.\n- CBTp by video.\n- I'm in charge."
     assert source_sentences(body) == ["Possible benefits: no need to remember tablets; a steady level of medicine; "
-                                      "CBT alongside it; Clozapine for some; I can plan ahead."]
+                                      "CBT alongside it; Clozapine for some; I can plan ahead; CBTp by video; "
+                                      "I'm in charge."]
 
 
 def test_a_list_under_a_heading_that_asks_a_question_starts_its_own_sentence():

@@ -213,9 +213,11 @@ def passages(body: str) -> list[Passage]:
             tails += [sentence for sentence in rest if _stands_as_sentence(sentence) and not _REFERS.search(sentence)]
             first = first.rstrip(".;:")
             # Joined into a sentence, an item starts in lower case ("…: take your medicine; a
-            # steady level…"), unless it starts with a name or an abbreviation ("Clozapine", "CBT").
+            # steady level…"), unless it starts with a name or an abbreviation ("Clozapine", "CBT",
+            # "CBTp": more than one capital).
             word = first.split()[0]
-            named = word == "I" or MEDICINE.match(first) or (len(word) > 1 and word.isupper())
+            named = word == "I" or word.startswith("I'") or MEDICINE.match(first) \
+                or sum(c.isupper() for c in word) > 1
             items.append(first if named else first[0].lower() + first[1:])
             continue
         close_list()

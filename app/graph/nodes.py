@@ -331,12 +331,14 @@ class AnswerNodes:
 
     def _reasons_said(self, state: ChatState, card: AnswerCard | None) -> list[str]:
         """The card's reason sources (`CardMeta.reasons`) whose keywords the request says, read
-        without medicine names, and the card does not ("can I cut my tablets in half? they make me
-        so restless": restlessness, of the side-effects source)."""
+        without medicine names, and the card does not say in a sentence of that source ("can I cut
+        my tablets in half? they make me so restless": restlessness, of the side-effects source). A
+        source the card cites may still leave the reason out: "waiting lists can be long" [S14]
+        says nothing to "I can't afford a private one"."""
         if card is None or not card.reasons or state["trace"].route != "boundary":
             return []
         asked = self._asked_of(state, card)
-        return [sid for sid in card.reasons if sid not in card.sources and self._reason_left_out(asked, card, sid)]
+        return [sid for sid in card.reasons if self._left_out(asked, card, sid, as_reason=True)]
 
     def _asked_of(self, state: ChatState, card: AnswerCard) -> str:
         """The question as a card's leftovers are read: spelt as the knowledge base spells it, and
@@ -344,17 +346,14 @@ class AnswerNodes:
         asked = self.services.identifier.correct_spelling(state.get("question") or state["screen"].text)
         return without_medicines(asked) if card.kind == "boundary" else asked
 
-    def _keywords_left_out(self, asked: str, card: AnswerCard, source_id: str) -> set[str]:
-        """The source's keywords the question says and the card does not."""
+    def _left_out(self, asked: str, card: AnswerCard, source_id: str, as_reason: bool = False) -> set[str]:
+        """The source's keywords the question says and the card does not. For a reason, only the
+        card's sentences citing the reason's own source count: "such as avoiding weight gain"
+        [S09], on how a medicine is chosen, names the weight a request to switch gives as its
+        reason but does not speak to it."""
         said = self.services.identifier.keywords_said
-        return set(said(asked, source_id)) - set(said(card.body, source_id))
-
-    def _reason_left_out(self, asked: str, card: AnswerCard, source_id: str) -> set[str]:
-        """The reason source's keywords the request says and the card does not say in a sentence of
-        that source: "such as avoiding weight gain" [S09], on how a medicine is chosen, names the
-        weight a request to switch gives as its reason but does not speak to it."""
-        said = self.services.identifier.keywords_said
-        return set(said(asked, source_id)) - set(said(_cited_to(card.body, source_id), source_id))
+        card_says = _cited_to(card.body, source_id) if as_reason else card.body
+        return set(said(asked, source_id)) - set(said(card_says, source_id))
 
     def _medicine_s_own_source(self, state: ChatState, card: AnswerCard) -> str:
         """The source about the medicine the request is about (the message or the conversation
@@ -388,15 +387,15 @@ class AnswerNodes:
         for_facts = set(citations_in(" ".join(self._kinds_facts(state)))) - found
         retrieved = [s for s in state["prompt_source_ids"] if s not in for_facts]
         if only is None:
-            pool, left_out = [*card.sources, *retrieved], self._keywords_left_out
+            pool = [*card.sources, *retrieved]
         elif only:
             # The turn's sources may speak to the reason too, and better than the reason source's
             # list: "if weight gain worries you, talk to your prescriber" [S23].
-            pool, left_out = [*only, *retrieved], self._reason_left_out
+            pool = [*only, *retrieved]
         else:
             return ""
         for sid in dict.fromkeys(pool):
-            unsaid = left_out(asked, card, sid)
+            unsaid = self._left_out(asked, card, sid, as_reason=only is not None)
             if unsaid and (doc := self.services.source_text(sid)):
                 missing[sid], docs[sid] = unsaid, doc
         # For a reason, every sentence of its source is a candidate: the one that names it may be
