@@ -333,8 +333,8 @@ class AnswerNodes:
         """The card's reason sources (`CardMeta.reasons`) whose keywords the request says, read
         without medicine names, and the card does not say in a sentence of that source ("can I cut
         my tablets in half? they make me so restless": restlessness, of the side-effects source). A
-        source the card cites may still leave the reason out: "waiting lists can be long" [S14]
-        says nothing to "I can't afford a private one"."""
+        source the card cites may still leave the reason out: "talk to the family doctor (GP) soon"
+        [S33] says nothing to "or is this just teenage stuff?"."""
         if card is None or not card.reasons or state["trace"].route != "boundary":
             return []
         asked = self._asked_of(state, card)
