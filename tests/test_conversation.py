@@ -159,18 +159,6 @@ def test_a_question_is_read_with_the_statement_just_before_it(bot, before, messa
         assert trace.route == "boundary", trace.answer
 
 
-@pytest.mark.parametrize("message", ["could that be the start of it?", "what should we do now?"])
-def test_a_question_after_someone_is_said_to_be_unwell_now_is_read_in_that_situation(bot, message):
-    """A statement that someone is unwell now is a request of its own (help today), and the
-    question after it is asked in that situation: about that person's case, and urgent."""
-    before = _screened(bot, "my girlfriend has started whispering to the radio and thinks her boss is bugging her phone")
-    assert before.urgent and before.personal_advice
-    alone = _screened(bot, message, previous=_screened(bot, "hello there"))
-    assert not alone.personal_advice and not alone.urgent
-    after = _screened(bot, message, previous=before)
-    assert after.personal_advice and after.urgent
-
-
 @pytest.mark.parametrize(("earlier", "own_case"), [
     # the situation stated, a general question between, then a request about one's own case
     (["I've been on risperidone for a year", "does it make you sleepy?"], True),
