@@ -78,11 +78,9 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.crisis_kind = found.crisis_kind
     screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
-    joined = _context_then_request(found, cleaned.text, earlier, resources)
-    by_context = joined is not None
-    if joined is not None:
+    by_context = _context_then_request(found, cleaned.text, earlier, resources)
+    if by_context:
         screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
-        screen.urgent = screen.urgent or joined.urgent  # "the voices are worse tonight" / "who else can I call?"
     if after_crisis and previous is not None and previous.crisis_unsure and not crisis \
             and found.small_talk < SMALL_TALK_FROM and asks_anything(cleaned.text):
         after_crisis = False
@@ -124,28 +122,24 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     return result
 
 
-def _context_then_request(found: Assessment, text: str, earlier: Sequence[str],
-                          resources: Resources) -> Assessment | None:
-    """The reading of a question that, read after the latest statement the user made shortly
-    before it, asks about their own case (else None): one request said in two messages ("my
-    boyfriend has started muttering to himself…", then "does that sound like he has it?"), or with
-    a question between them ("I've just been put on olanzapine", "does it make you sleepy?", then
-    "is it safe with alcohol?"). Only after a statement that asked nothing and was not a crisis,
-    small talk or a request of its own, so the question after "my team want me to try a depot"
-    ("does it hurt?") stays a question; a statement that someone is unwell now counts, as what
-    follows it is asked in that situation ("the voices have been getting worse all evening",
-    then "I can't reach my care coordinator, who else can I call?")."""
+def _context_then_request(found: Assessment, text: str, earlier: Sequence[str], resources: Resources) -> bool:
+    """A question that, read after the latest statement the user made shortly before it, asks
+    about their own case: one request said in two messages ("my boyfriend has started muttering to
+    himself…", then "does that sound like he has it?"), or with a question between them ("I've
+    just been put on olanzapine", "does it make you sleepy?", then "is it safe with alcohol?").
+    Only after a statement that asked nothing and was not itself read as a request, a crisis or
+    small talk, so the question after "my team want me to try a depot" ("does it hurt?") stays a
+    question."""
     if found.crisis or found.personal_advice or found.small_talk >= SMALL_TALK_FROM:
-        return None
+        return False
     statement = next((said for said in reversed(earlier[-SITUATION_LOOKBACK:]) if not asks_anything(said)), None)
     if statement is None:
-        return None
+        return False
     alone = assess(statement, resources)
-    if alone.crisis or (alone.personal_advice and not alone.urgent) or alone.small_talk >= SMALL_TALK_FROM \
-            or not alone.english:
-        return None
+    if alone.crisis or alone.personal_advice or alone.small_talk >= SMALL_TALK_FROM or not alone.english:
+        return False
     joined = assess(f"{statement.rstrip(' .!')}. {text}", resources)
-    return joined if joined.personal_advice and not joined.crisis else None
+    return joined.personal_advice and not joined.crisis
 
 
 def screened_route(screen: InputScreen) -> str:
