@@ -777,6 +777,20 @@ def test_new_psychotic_symptoms_getting_worse_hear_how_to_get_help_the_same_day(
     assert re.search(r"urgent appointment the same day", trace.answer), trace.answer
 
 
+def test_a_request_about_someone_unwell_now_keeps_its_boundary_reply_led_by_help_today(make_bot):
+    """Neighbours stealing his letters, never like this before: someone unwell now. "Could it be
+    schizophrenia?" is still a request of its own (the diagnosis card's boundary reply), after how
+    to get help today; "what do we do?" is answered by the help (the test below)."""
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), "my grandad has started saying the people next door are stealing his letters "
+                                      "and spying on him through the wall, he's never been like this. "
+                                      "could it be schizophrenia?")
+    assert trace.route == "boundary" and trace.card == "A05", trace.answer
+    lead, rest = trace.answer.split("\n\n", 1)
+    assert re.search(r"crisis team|mental health team", lead) and "help today" in lead, trace.answer
+    assert re.search(r"\bI can(no|')t\b", rest.split(". ")[0]) and "assessment" in rest, trace.answer
+
+
 @pytest.mark.parametrize("not_a_request", [
     "our 19 yr old stopped his meds and now he is in bed till 3pm and hardly speaks, what do we do?",
     "voices are getting really bad tonight and i cant get hold of my CPN. who do i call",

@@ -813,11 +813,17 @@ def _own_case(screen: InputScreen) -> bool:
     """A request about the writer's own case, made afresh (a follow-up continues the last topic).
     Someone unwell now asks about their own case too ("stopped my risperidone and the voices are
     back, what do I do?"): what to do about it is for their team, and the reply leads with how to
-    get help today (`_lead`). Not when someone else is unwell (the screen's reading of whose
-    situation it is), nor when all that is asked is who to turn to: the contacts answer that."""
+    get help today (`_lead`). Not when all that is asked is who to turn to (the contacts answer
+    that), nor what to do for someone else unwell now (the screen's reading of whose situation it
+    is): how to get help answers it. A request of its own about them ("is he relapsing?", "could
+    this be schizophrenia?") keeps its boundary reply, led by how to get help today."""
     if not screen.personal_advice or screen.follow_up:
         return False
-    return not screen.urgent or not (_about_someone_else(screen) or _ASKS_WHO_TO_CONTACT.search(screen.text))
+    if not screen.urgent:
+        return True
+    if _ASKS_WHO_TO_CONTACT.search(screen.text):
+        return False
+    return not _about_someone_else(screen) or screen.boundary_kinds[:1] not in ([], ["urgent"])
 
 
 def _about_someone_else(screen: InputScreen) -> bool:
