@@ -823,7 +823,9 @@ def _own_case(screen: InputScreen) -> bool:
         return True
     if _ASKS_WHO_TO_CONTACT.search(screen.text):
         return False
-    return not _about_someone_else(screen) or screen.boundary_kinds[:1] not in ([], ["urgent"])
+    # The likeliest kind says what is asked: "urgent" is what to do now, which the help answers.
+    asks_a_request_of_its_own = bool(screen.boundary_kinds) and screen.boundary_kinds[0] != "urgent"
+    return not _about_someone_else(screen) or asks_a_request_of_its_own
 
 
 def _about_someone_else(screen: InputScreen) -> bool:
