@@ -135,8 +135,7 @@ def test_what_was_already_said_in_other_words_is_not_said_again(embedder):
 
 @pytest.mark.slow
 def test_what_an_earlier_answer_said_is_said_again_when_it_answers_a_new_question(embedder):
-    """"Tell me more" passes it over (above); a question of its own may need it again, though
-    something new that answers as well comes first."""
+    """"Tell me more" passes it over (above); a question of its own may need it again."""
     question = ["how long should bad sleep go on before I say something?"]
     said = ["Tell your care team if poor sleep lasts more than a week or two. [S22]"]
     answer = compose_extractive_answer(question, [SLEEP], embedder.encode, said_before=said)

@@ -1013,6 +1013,17 @@ def test_a_card_already_given_is_not_given_again_the_follow_up_hears_what_it_did
     assert again.citations and told and not told & said, again.answer
 
 
+def test_a_follow_up_on_what_the_card_said_in_passing_hears_that_first(make_bot):
+    """"it" is clozapine: its own blood tests lead, not the list of general checks that names
+    other blood tests, though the card said them before."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "What is clozapine?")
+    trace = bot.ask(thread, "does it need blood tests?")
+    lead = split_sentences(trace.answer)[0]
+    assert "clozapine" in lead and "blood tests" in lead and citations_in(lead) == ["S11"], trace.answer
+
+
 def test_a_new_question_ends_the_topic_and_the_next_follow_up_is_read_with_it(make_bot):
     bot = make_bot()
     thread = bot.new_thread()

@@ -39,6 +39,11 @@ def international_name(name: str) -> str:
     return BRANDS.get(" ".join(name.lower().split()), name)
 
 
+def medicines_named(text: str) -> frozenset[str]:
+    """The medicines `text` names, by their international names, lower case."""
+    return frozenset(international_name(name).lower() for name in MEDICINE.findall(text))
+
+
 def with_international_names(text: str) -> str:
     """`text` with every brand name read as its international name."""
     return _BRAND_NAME.sub(lambda found: international_name(found.group(0)), text)

@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from app.core.answer_types import asks_yes_or_no, gives, wanted
-from app.core.medicines import MEDICINE, international_name, without_medicines
+from app.core.medicines import MEDICINE, medicines_named, without_medicines
 from app.core.records import SourceText
 from app.core.text import STOPWORDS, citations_in, plain, split_sentences, strip_citations
 from app.prompts import reply
@@ -27,7 +27,6 @@ ANSWER_TYPE_BONUS = 0.1
 HEADING_WEIGHT = 0.2  # times the likeness of a sentence's section heading to the question (dev sets: flat 0-0.3)
 LEANING_PENALTY = 0.15  # a sentence that leans on the one before it needs that one too
 FOCUS_BONUS = 0.1  # a sentence of a section the last answer drew on, for a message that refers back to it
-REPEAT_PENALTY = 0.1  # a sentence an earlier answer said, for a follow-up that asks something of its own
 # A sentence the knowledge base links to a question like the one asked scores as that question's
 # likeness, less this much: the link says it answers such a question, the likeness how alike.
 QUESTION_MARGIN = 0.15
@@ -336,10 +335,6 @@ def _asked_of(sources: Sequence[SourceText], pool: list[tuple[int, str, Passage]
     return [(vectors[row], masked[row]) if row else None for row in rows]
 
 
-def _medicines_named(text: str) -> set[str]:
-    return {international_name(name).lower() for name in MEDICINE.findall(text)}
-
-
 def _likeness(linked: tuple[np.ndarray, np.ndarray], part: np.ndarray, masked_part: np.ndarray | None,
               words: int) -> float:
     """How like the asked part the nearest linked question is, read as `pick_sentences` reads a
@@ -355,16 +350,17 @@ def _likeness(linked: tuple[np.ndarray, np.ndarray], part: np.ndarray, masked_pa
 def pick_sentences(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed,
     max_sentences: int = 5, per_source: int = 4, already_said: Sequence[str] = (),
-    said_before: Sequence[str] = (), focus: str = "", quoted: str = "",
+    said_before: Sequence[str] = (), focus: str = "", quoted: str = "", meant_medicines: frozenset[str] = frozenset(),
 ) -> list[Picked]:
     """The best sentences for the question's parts, best first; every part gets its best sentence
     first. Sources come best first and later ones must earn their place (a small handicap per
     rank); a sentence that says what a chosen one already says is passed over; a sentence that
     leans on the one before it ("They can…") brings that one along. Sentences found in
-    `already_said` (what "tell me more" has heard) is left for something new; `said_before`
-    (earlier answers, for a follow-up that asks something of its own) counts for a little less, as
-    the answer to "can it be permanent?" may be what the last answer said in passing. Either
-    counts a sentence said in other words (a card's version of it). `focus`: the answer a message
+    `already_said` (what "tell me more" has heard) is left for something new; those in
+    `said_before` (earlier answers, for a follow-up that asks something of its own) count as any
+    other, as its answer may be what the last answer said ("does it need blood tests?" after the
+    clozapine card), but the instruction that goes with the lead is not added again. Either counts
+    a sentence said in other words (a card's version of it). `focus`: the answer a message
     refers back to ("can it be permanent?" after NMS). The sections it drew on are what "it" is
     about: their sentences count for a little more, and a sentence of another section that leans
     back ("It can be long-lasting", said of tardive dyskinesia) is not quoted, as its "it" would
@@ -372,7 +368,9 @@ def pick_sentences(
     its sentences are not quoted again, nor what its own sources say like them, while another
     source may say something like them ("Tell your team straight away about signs of infection,
     such as fever…" after "Get help straight away if someone has a high fever…": the lead is
-    general, the source specific)."""
+    general, the source specific). `meant_medicines`: the medicines a follow-up's "it" stands for
+    ("does it need blood tests?" after clozapine): a part naming none is read as naming them, for
+    the bonus only; its words stay its own, so "take it through customs" is still about customs."""
     said = " ".join(already_said)
     offered = [(rank, doc.id, p, found, p.section or doc.title) for rank, doc in enumerate(sources)
                for p, found in _quotable(doc.text) if p.text not in said and p.text not in quoted]
@@ -418,8 +416,7 @@ def pick_sentences(
     kinds = [wanted(part) for part in questions]
     in_focus = np.array([(sid, p.section) in focused for _, sid, p in pool])
     leaning = np.array([p.leans_back for _, _, p in pool])
-    penalty = 0.06 * np.array([rank for rank, _, _ in pool]) + LEANING_PENALTY * leaning - FOCUS_BONUS * in_focus \
-        + REPEAT_PENALTY * repeated
+    penalty = 0.06 * np.array([rank for rank, _, _ in pool]) + LEANING_PENALTY * leaning - FOCUS_BONUS * in_focus
     # Unquotable here: leaning back into another section's subject (see `focus`).
     penalty[leaning & ~in_focus & in_focus.any()] = np.inf
     # A list is also as close as its closest item, with its lead-in ("does it make you sleepy?"
@@ -428,7 +425,7 @@ def pick_sentences(
     item_texts = [item for i in lists for item in pool[i][2].introduced_items]
     item_vectors = embed(item_texts) if item_texts else None
     item_owners = np.repeat(lists, [len(pool[i][2].items) for i in lists]).astype(int)
-    pool_medicines = [_medicines_named(p.text) for _, _, p in pool]
+    pool_medicines = [medicines_named(p.text) for _, _, p in pool]
     scored_parts, item_similarity, own_words_parts = [], [], []
     for part, words, part_vector, masked_part, kind in zip(questions, part_words, part_vectors, masked_parts, kinds,
                                                            strict=True):
@@ -451,7 +448,7 @@ def pick_sentences(
         typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in pool], dtype=float)
         # A sentence naming the medicine asked about is about it ("is quetiapine an antipsychotic?"
         # and the list of second-generation ones), which reading without names (above) forgets.
-        named = _medicines_named(part)
+        named = medicines_named(part) or meant_medicines
         naming = np.array([bool(named & names) for names in pool_medicines], dtype=float)
         rest = HEADING_WEIGHT * (heading_vectors @ part_vector) + 0.3 * lexical + ANSWER_TYPE_BONUS * typed - penalty
         scored_parts.append(linked + rest + NAMED_MEDICINE_BONUS * naming)
@@ -555,12 +552,14 @@ def pick_sentences(
 def compose_extractive_answer(
     questions: Sequence[str], sources: Sequence[SourceText], embed: Embed, max_sentences: int = 5,
     already_said: Sequence[str] = (), said_before: Sequence[str] = (), focus: str = "", quoted: str = "",
+    meant_medicines: frozenset[str] = frozenset(),
 ) -> str:
     """The sentence that answers best leads (after its antecedent, if it leans on one), then the
     rest of its source, then the other sources in the order given; within a source, sentences
     keep their own order."""
     picked = pick_sentences(questions, sources, embed, max_sentences=max_sentences,
-                            already_said=already_said, said_before=said_before, focus=focus, quoted=quoted)
+                            already_said=already_said, said_before=said_before, focus=focus, quoted=quoted,
+                            meant_medicines=meant_medicines)
     if not picked:
         return reply("verification_reminder")
     best = max(picked, key=lambda p: p.score)

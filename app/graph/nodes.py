@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 from app.core import answer_types
 from app.core.config import ROLES
 from app.core.errors import ModelError
-from app.core.medicines import mentions_medicine, without_medicines
+from app.core.medicines import medicines_named, mentions_medicine, without_medicines
 from app.core.models import Deadline, call_text
 from app.core.records import (
     Candidate,
@@ -616,7 +616,8 @@ class AnswerNodes:
             # is; the suggestions offer what to ask next.
             return "\n\n".join([overview(docs[0]), reply("verification_reminder")])
         # "Tell me more" gets what was not said yet; a follow-up that asks something of its own
-        # ("can it be permanent?") may need again what the last answer said in passing.
+        # hears its best answer, said before or not ("does it need blood tests?" after the
+        # clozapine card, "and after a first episode specifically?").
         earlier = _said(state, AIMessage) if state["screen"].follow_up else []
         more = adds_no_topic(state["screen"].text)
         said = earlier if more else []
@@ -624,11 +625,17 @@ class AnswerNodes:
         # What it was about is what that answer led with, not all it said ("whats NMS" answered by
         # a card on NMS and tardive dyskinesia: "it" is NMS).
         focus = _lead_of((_said(state, AIMessage) or [""])[-1]) if continues and refers_back(asked) else ""
+        # The medicine "it" stands for ("does it need blood tests?" after clozapine) orders what is
+        # quoted as a medicine named would; the words stay the message's own. The message as read
+        # with its references resolved is the topic's latest follow-up (see identify_sources).
+        read = (state.get("topic") or [""])[-1] if identification.context else ""
+        meant_medicines = medicines_named(read) - medicines_named(asked) if focus else frozenset()
         # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
         meant = [self.services.identifier.correct_spelling(p) for p in parts]
         answer = compose_extractive_answer(meant, docs, self.services.embed, already_said=said,
                                            said_before=[] if more else earlier, focus=focus,
-                                           quoted=self._lead(state))  # the lead says how to get help
+                                           quoted=self._lead(state),  # the lead says how to get help
+                                           meant_medicines=meant_medicines)
         if state["trace"].route == "boundary":  # what the bot cannot do, the facts, who to ask
             body = answer.removesuffix(reply("verification_reminder")).strip()
             answer = _joined(reply("boundary_opening"), body, self._unsaid_facts(state, body),
