@@ -1024,6 +1024,20 @@ def test_a_follow_up_on_what_the_card_said_in_passing_hears_that_first(make_bot)
     assert "clozapine" in lead and "blood tests" in lead and citations_in(lead) == ["S11"], trace.answer
 
 
+def test_a_message_turning_to_another_medicine_starts_a_topic_of_its_own(make_bot):
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "What is clozapine?")
+    bot.ask(thread, "does it need blood tests?")
+    other = bot.ask(thread, "what is risperidone")
+    follow_up = bot.ask(thread, "does it cause weight gain?")
+    leaning_back = bot.ask(thread, "and what about olanzapine?")
+    assert not other.identification.context, other.identification
+    assert "clozapine" not in follow_up.identification.context.lower(), follow_up.identification
+    assert "S11" not in follow_up.citations, follow_up.answer
+    assert leaning_back.identification.context, leaning_back.identification  # weight gain, of olanzapine
+
+
 def test_a_new_question_ends_the_topic_and_the_next_follow_up_is_read_with_it(make_bot):
     bot = make_bot()
     thread = bot.new_thread()

@@ -22,6 +22,7 @@ from typing import Literal
 from app.core.answer_types import wanted
 from app.core.config import Settings
 from app.core.errors import ModelError
+from app.core.medicines import medicines_named
 from app.core.records import Candidate, Identification, ModelCall
 from app.core.spelling import Speller, corpus_words, is_everyday_word
 from app.core.text import split_sentences
@@ -315,6 +316,13 @@ class SourceIdentifier:
         own = alone[0][1] if alone else 0.0
         refers = (referred or refers_back(question)) and not own_topic
         learned = self._example_reading(question)
+        # A message that turns to another medicine than the conversation's ("what is risperidone?"
+        # after clozapine's blood tests) is about that one, unless it leans back ("and what about
+        # olanzapine?", "does olanzapine do that too?").
+        other_medicine = bool((named := medicines_named(question)) and (before := medicines_named(context))
+                              and not named & before)
+        if other_medicine and not refers:
+            return alone, False
         continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
                      or r.none_threshold <= own < r.clear_threshold
                      # The examples cannot tell which source its own words are about ("anything we
