@@ -305,6 +305,21 @@ def test_a_sentence_that_leans_on_the_one_before_never_leads_a_card(embedder):
     assert led_by_answer(BIRTH, "should I ask about breastfeeding before the birth?", embedder.encode) == BIRTH
 
 
+CLOZAPINE = ("Clozapine is an antipsychotic used when two others have not helped enough. [S11] "
+             "In a small number of people, clozapine lowers the white blood cells, so people on clozapine have "
+             "regular blood tests. [S11] "
+             "The tests are most frequent in the first months. [S11] "
+             "Constipation is very common on clozapine. [S11]")
+
+
+def test_a_sentence_that_names_again_what_the_one_before_named_leads_a_card_after_it(embedder):
+    """"The tests are most frequent…" first would read as said of tests nobody has named."""
+    from app.core.text import split_sentences
+    from app.generation.cards import led_by_answer
+    answer = split_sentences(led_by_answer(CLOZAPINE, "how often are the tests?", embedder.encode))
+    assert answer[0].startswith("In a small number of people") and answer[1].startswith("The tests"), answer
+
+
 @pytest.mark.parametrize(("message", "told", "asked"), [
     ("my son has schizophrenia and won't take his meds", "my son has schizophrenia", "won't take his meds"),
     ("my daughter was diagnosed last year and she skips her tablets, what can we do",

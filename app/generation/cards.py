@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.core.text import split_sentences, strip_citations
-from app.generation.extractive import Embed, leaning_run, leans_back
+from app.generation.extractive import Embed, leaning_run, leans_back, names_again
 
 LEAD_MARGIN = 0.1  # how much closer to the question a later sentence must be to lead
 
@@ -26,6 +26,8 @@ def led_by_answer(body: str, question: str, embed: Embed) -> str:
     vectors = embed([strip_citations(s) for s in sentences])
     similarity = vectors @ embed([question])[0]
     best = int(np.argmax(similarity))
+    while best > 0 and names_again(strip_citations(sentences[best]), sentences[best - 1]):
+        best -= 1  # what it names again leads, and it follows
     if best == 0 or similarity[best] - similarity[0] < LEAD_MARGIN or leans_back(sentences[best]):
         return body
     end = leaning_run(sentences, best)

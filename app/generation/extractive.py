@@ -97,11 +97,24 @@ def leans_back(sentence: str) -> bool:
     return bool(_DANGLING.match(sentence) or _OPENS_ON_BEFORE.match(sentence) or _ADDS_TO.search(sentence))
 
 
+# "The tests are most frequent…" after "… regular blood tests.": the same thing, named again.
+_DEFINITE = re.compile(r"^(?:the|these|those)\s+([a-z]+)\b", re.IGNORECASE)
+
+
+def names_again(sentence: str, before: str) -> bool:
+    """The sentence opens on a thing the one before it named ("… so people on clozapine have
+    regular blood tests. The tests are most frequent in the first months…"): first, it would read
+    as said of whatever came before it there."""
+    opening = _DEFINITE.match(sentence)
+    return bool(opening) and opening.group(1).lower() in re.findall(r"[a-z]+", strip_citations(before).lower())
+
+
 def leaning_run(sentences: Sequence[str], start: int) -> int:
     """Where the run of sentences that lean on `sentences[start]` ends (exclusive): it and they
-    go together ("NMS is… If these happen, get urgent help")."""
+    go together ("NMS is… If these happen, get urgent help", "… regular blood tests. The tests
+    are most frequent…")."""
     end = start + 1
-    while end < len(sentences) and leans_back(sentences[end]):
+    while end < len(sentences) and (leans_back(sentences[end]) or names_again(sentences[end], sentences[end - 1])):
         end += 1
     return end
 
@@ -123,10 +136,11 @@ class Passage:
     head: str = ""  # a joined list's lead-in ("Signs of NMS include:")
     items: tuple[str, ...] = ()  # a joined list's items
     tail: bool = False  # a list item's later sentence, after the list: said of that item
+    named_before: bool = False  # opens on what the sentence before it named (see `names_again`)
 
     @property
     def leans_back(self) -> bool:
-        return self.tail or leans_back(self.text)
+        return self.tail or self.named_before or leans_back(self.text)
 
     @property
     def introduced_items(self) -> list[str]:
@@ -172,7 +186,8 @@ def passages(body: str) -> list[Passage]:
     section, lead_in, items, tails = "", None, [], []
 
     def add(text: str, head: str = "", listed: tuple[str, ...] = (), tail: bool = False) -> None:
-        found.append(Passage(text, section, len(found), head, listed, tail))
+        named_before = bool(found) and found[-1].section == section and names_again(text, found[-1].text)
+        found.append(Passage(text, section, len(found), head, listed, tail, named_before))
 
     def close_list() -> None:
         nonlocal lead_in, items, tails
