@@ -417,8 +417,6 @@ def pick_sentences(
     sentence_words = [found for found, keep in zip(sentence_words, fresh, strict=True) if keep]
     if not pool:
         return []
-    before = " ".join(said_before)
-    repeated = np.array([p.text in before for _, _, p in pool], dtype=bool) | _says_again(vectors, before, embed)
     df: dict[str, int] = {}
     for found in sentence_words:
         for w in found:
@@ -557,7 +555,8 @@ def pick_sentences(
     # earlier answer said it.
     step = next((i for i, (_, sid, p) in enumerate(pool) if sid == lead.source_id and p.section == section
                  and p.position > lead.position and _INSTRUCTION.match(p.text)), None)
-    if step is not None and repeated[step]:
+    said_earlier = " ".join(said_before)
+    if step is not None and (pool[step][2].text in said_earlier or _says_again(vectors[[step]], said_earlier, embed)[0]):
         step = None
     if step is not None and len(chosen) < max_sentences:
         take(step, forced=True)
