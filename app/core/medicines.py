@@ -39,9 +39,14 @@ def international_name(name: str) -> str:
     return BRANDS.get(" ".join(name.lower().split()), name)
 
 
+def names_in(text: str) -> list[str]:
+    """The medicines `text` names, in order, by their international names, lower case."""
+    return [international_name(name).lower() for name in MEDICINE.findall(text)]
+
+
 def medicines_named(text: str) -> frozenset[str]:
     """The medicines `text` names, by their international names, lower case."""
-    return frozenset(international_name(name).lower() for name in MEDICINE.findall(text))
+    return frozenset(names_in(text))
 
 
 def with_international_names(text: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from app.core.medicines import MEDICINE, international_name
+from app.core.medicines import MEDICINE, names_in
 
 _NOUN = r"(?:one|medicine|medication|med|drug|tablet|pill|injection)"
 _OTHER = re.compile(rf"\bthe other(?: {_NOUN}s?)?\b", re.IGNORECASE)
@@ -37,8 +37,7 @@ def named_medicines(messages: list[str], *, latest_last: bool = True) -> list[st
     false, in the order they were first named: "the second one")."""
     order: dict[str, None] = {}
     for message in messages:
-        for match in MEDICINE.finditer(message):
-            name = international_name(match.group(0)).lower()
+        for name in names_in(message):
             if latest_last:
                 order.pop(name, None)
             order.setdefault(name, None)
