@@ -471,7 +471,15 @@ class AnswerNodes:
         return card.body
 
     def _card_body(self, card: AnswerCard, state: ChatState) -> str:
-        """A general card's sentences with the one that answers this turn's question first."""
+        """A general card's sentences with the one that answers this turn's question first; a
+        boundary card's opening on what the bot cannot do, when it fits the request."""
+        if card.kind == "boundary":
+            kinds = set(state["screen"].boundary_kinds) & self.services.cards.kinds_answered
+            # A card's opening names what it cannot do for its own kinds of request ("a particular
+            # missed dose"); chosen for a request the screen read as none of them (by its topic's
+            # words, or as the nearest card), it opens with what fits any request instead.
+            fits = not kinds or kinds & set(card.requests)
+            return card.body if fits else card.with_opening(reply("boundary_opening"))
         if card.kind != "answer":
             return card.body
         return led_by_answer(card.body, state.get("question") or state["screen"].text, self.services.embed)
@@ -490,8 +498,9 @@ class AnswerNodes:
         chosen = [c.source_id for c in state["identification"].candidates]
         required = set(card.sources) if (card := self._card(state)) else set(chosen[:1])
         required |= set(citations_in(self._lead(state)))  # an urgent answer's lead cites them
-        # and so do the safety facts of the request's kinds (`_kinds_facts`)
-        facts = [sid for sid in citations_in(" ".join(self._kinds_facts(state))) if sid not in chosen]
+        # and so do the safety facts of the request's kinds (`_kinds_facts`), found by retrieval
+        # or not: a reply quoting a fact whose source the budget left out is rejected
+        facts = citations_in(" ".join(self._kinds_facts(state)))
         reasons = self._reasons_said(state, card)  # and the sources of the reason it gives
         required |= {*facts, *reasons}
         recent = [sid for sid, last in sorted((state.get("sources_in_play") or {}).items(),

@@ -59,6 +59,11 @@ class AnswerCard(CardMeta):
         body = body or self.body
         return body if self.kind == "boundary" else f"{body}\n\n{reminder}"
 
+    def with_opening(self, opening: str) -> str:
+        """A boundary or urgent card's body opened by `opening` instead of its own first sentence."""
+        own = split_sentences(self.body)[0]
+        return self.body.replace(own, opening, 1)
+
     def uncited_sentences(self) -> list[str]:
         """Sentences without a citation; a boundary or urgent card's opening sentence is allowed one."""
         sentences = split_sentences(self.body)

@@ -62,6 +62,7 @@ class CardMatcher:
         self._defining = np.array([wanted(q) == "definition" for q in self._phrasings], dtype=bool)
         self._vectors: np.ndarray | None = None
         self.safety_facts = safety_facts(self.cards)  # by kind of request, read once
+        self.kinds_answered = frozenset(kind for card in self.cards for kind in card.requests)
 
     def _matrix(self) -> np.ndarray:
         if self._vectors is None:  # on first use: building services stays cheap
