@@ -64,6 +64,7 @@ eval: $(VENV)/.installed-runtime artefacts
 	$(BIN)/cafbot eval answers scenarios/answers/dev2.jsonl --json .cafbot/answers_dev2.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev3.jsonl --json .cafbot/answers_dev3.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev4.jsonl --json .cafbot/answers_dev4.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev5.jsonl --json .cafbot/answers_dev5.json
 	$(BIN)/cafbot eval answers scenarios/answers/holdout.jsonl --json .cafbot/answers_holdout.json
 	$(BIN)/cafbot eval answers scenarios/answers/holdout2.jsonl --json .cafbot/answers_holdout2.json
 
