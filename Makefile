@@ -60,6 +60,7 @@ eval: $(VENV)/.installed-runtime artefacts
 	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json .cafbot/judges_test.json
 	$(BIN)/cafbot judges eval scenarios/judges/holdout --tiers 0 --json .cafbot/judges_holdout.json
 	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json .cafbot/screen_holdout.json
+	$(BIN)/cafbot judges eval scenarios/screen/in_context/holdout --tiers 0 --json .cafbot/screen_context_holdout.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev.jsonl --json .cafbot/answers_dev.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev2.jsonl --json .cafbot/answers_dev2.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev3.jsonl --json .cafbot/answers_dev3.json

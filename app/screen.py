@@ -56,12 +56,13 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     """Route one message. `llm_allowed`: the filter is on for this turn (the screener may look);
     `has_conversation`: an earlier answer exists that a follow-up can lean on; `previous`: the
     screen of the user's message before; `earlier`: the user's messages before this one, oldest
-    first. After a crisis this one stays on the crisis route
+    first. A message is read alone and with those (`judges.local.context_model`): danger may be
+    visible only with what came before. After a crisis this one stays on the crisis route
     (someone in danger a moment ago who now writes "forget it", "don't give me numbers" or "it was
-    a joke" gets the contacts again, not small talk), unless only the learned layer saw that
-    crisis, unsure, and this message asks a question of its own that it does not read as one: a
-    false alarm on "I just found out I'm pregnant" must not also cost the answer to what she asks
-    next (which still ends with the contacts, as every answer soon after a crisis does)."""
+    a joke" gets the contacts again, not small talk), unless it asks something of its own that
+    neither it alone nor read with the crisis before it carries the danger: "should I stop my
+    clozapine?" is answered (and ends with the contacts, as every answer soon after a crisis
+    does), and a boundary request hears its boundary reply."""
     after_crisis = was_crisis(previous)
     cleaned = clean_message(raw, settings.input)
     screen = InputScreen(text=cleaned.text, notices=list(cleaned.notices))
@@ -75,15 +76,20 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.crisis_score, screen.crisis_layer, screen.crisis_evidence = found.score, found.layer, found.evidence
     screen.small_talk_score, screen.personal_advice = found.small_talk, found.personal_advice
     screen.small_talk_kind, screen.boundary_kinds = found.small_talk_kind, found.boundary_kinds
-    screen.crisis_kind = found.crisis_kind
+    screen.crisis_kind, screen.language = found.crisis_kind, found.language
     screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
     by_context = _context_then_request(found, cleaned.text, earlier, resources)
     if by_context:
         screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
-    if after_crisis and previous is not None and previous.crisis_unsure and not crisis \
-            and found.small_talk < SMALL_TALK_FROM and asks_anything(cleaned.text):
-        after_crisis = False
+    # Read with the user's last few messages: danger only visible with what came before, and,
+    # after a crisis, whether this message still carries it.
+    context = None if crisis or resources.context_model is None \
+        else resources.context_model.read(list(earlier), cleaned.text)
+    in_context = context is not None and context.is_crisis
+    if after_crisis and not crisis and not in_context and found.small_talk < SMALL_TALK_FROM \
+            and asks_anything(cleaned.text):
+        after_crisis = False  # asks something of its own, without the danger: answered, contacts kept
     mode = settings.caf.llm_crisis_screen
     # After a crisis the route is crisis whatever the screener says: no call to make.
     if screener is not None and llm_allowed and not after_crisis and needs_second_look(found, mode):
@@ -98,6 +104,13 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
         elif not llm_crisis and crisis:  # only an unsure learned flag reaches here
             crisis = False
             screen.crisis_layer = f"model (cleared by the screener: {reason})"
+    if not crisis and in_context and context is not None:
+        # Danger only visible with what came before ("my voices are back", then "they want me to
+        # take all of them and I think they're right"): the screener's look at the message alone
+        # cannot clear it.
+        crisis = True
+        screen.crisis_layer, screen.crisis_evidence = "context", list(context.evidence)
+        screen.crisis_score, screen.crisis_kind = context.probability, context.crisis_kind
     if after_crisis and not crisis:
         crisis = True
         screen.crisis_layer, screen.crisis_evidence = "conversation", ["the previous message was a crisis"]

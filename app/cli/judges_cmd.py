@@ -51,12 +51,20 @@ def train_judges(
                             "(what make runs before the app and the tests).")] = False,
 ) -> None:
     """Fit every learned check on the train splits and write its artefact and model card."""
-    from judges.local import artefacts, request_kind, role_model, screen_model
+    from judges.local import artefacts, context_model, request_kind, role_model, screen_model
 
     folder = out or artefacts.ARTEFACTS_DIR
     wanted = []
+
+    def fit_context(_encode, _name: str, into: Path) -> artefacts.ModelCard:
+        # It learns from the other checks' readings, so it is fitted after them, with them loaded.
+        from judges.local import Resources
+
+        return context_model.train(Resources(embedder, artefacts_dir=into, with_context=False), into)
+
+    # In this order: the context model reads the screen's artefact as it was just written.
     for module, fit in ((screen_model, screen_model.train), (role_model, role_model.fit_and_save),
-                        (request_kind, request_kind.train)):
+                        (request_kind, request_kind.train), (context_model, fit_context)):
         why = artefacts.why_retrain(module.NAME, feature_version=module.FEATURE_VERSION,
                                     current_hash=module.current_hash(), folder=folder)
         if why or not if_needed:
@@ -127,12 +135,14 @@ def eval_judges(
         mode = "on" if chosen != [0] else "tier0"
 
         def screened(message: str, history: list) -> InputScreen:
-            """As a user turn: read after the previous user message's screen."""
-            earlier = [t.content for t in history if t.role == "user"]
+            """As a user turn: read after the previous user message's screen, itself read as its
+            own turn was (with the messages before it)."""
+            users = [t for t in history if t.role == "user"]
+            earlier = [t.content for t in users]
             return screen_message(
                 message, settings=settings, resources=resources, screener=screener,
                 llm_allowed=mode == "on", has_conversation=bool(history),
-                previous=screened(earlier[-1], []) if earlier else None, earlier=earlier).screen
+                previous=screened(earlier[-1], users[:-1]) if earlier else None, earlier=earlier).screen
 
         def screen(message: str, history: list) -> str:
             return screened_route(screened(message, history))

@@ -150,6 +150,7 @@ class InputScreen(Record):
     crisis_unsure: bool = False  # only the learned layer saw a crisis, below its confident line
     urgent: bool = False  # someone is unwell now: the answer leads with how to get help today
     follow_up: bool = False  # leans on the conversation so far ("tell me more", "why?")
+    language: str = ""  # the other language the message is written in ("de", "hi", …); "" for English
 
 
 class NodeRun(Record):
@@ -177,8 +178,8 @@ class TurnTrace(Record):
     draft: str | None = None
     answer: str = ""
     closing: str = ""  # fixed text added after the filter (the crisis contacts soon after a crisis)
-    citations: list[str] = Field(default_factory=list)
-    invalid_citations: list[str] = Field(default_factory=list)
+    citations: list[str] = Field(default_factory=list)  # the delivered answer's (the draft's until then)
+    invalid_citations: list[str] = Field(default_factory=list)  # the draft's citations of sources it was not given
     caf: CafReport | None = None  # what the Critical Analysis Filter did this turn
     caf_mode: CafMode = "on"
     fallback_used: bool = False

@@ -132,7 +132,8 @@ class AnswerNodes:
         # "she won't answer me", "the police are coming" after a crisis go on with it: the same
         # words once more would not hear them. A message that says a new danger in so many words
         # (a pattern) gets the reply for its own kind.
-        screen.crisis_goes_on = after_crisis and screen.route == "crisis" and screen.crisis_layer.startswith("model")
+        screen.crisis_goes_on = after_crisis and screen.route == "crisis" \
+            and screen.crisis_layer.startswith(("model", "context"))
         if screen.crisis_layer == "conversation" or screen.crisis_goes_on:  # that crisis's kind
             screen.crisis_kind = state["screen"].crisis_kind
         trace.user_message, trace.notices = screen.text, list(screen.notices)
@@ -717,8 +718,8 @@ class AnswerNodes:
                      else "someone_else" if screen.crisis_kind in _SOMEONE_ELSE_IN_DANGER
                      else "harm" if screen.crisis_kind == "harm_to_others" else "")
         continued = screen.crisis_layer == "conversation" or screen.crisis_goes_on
-        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued, situation=situation),
-                "trace": trace}
+        return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued, situation=situation,
+                                       language=screen.language), "trace": trace}
 
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:
@@ -788,7 +789,9 @@ class AnswerNodes:
         answer = screen.reply if screen.route == "notice" else state["answer"]
         if trace.notices and screen.route != "notice":
             answer = "\n\n".join([*trace.notices, answer])
-        trace.answer = answer
+        # The sources the user was shown: a card or the extractive answer sent instead of a rejected
+        # draft cites others than the draft did.
+        trace.answer, trace.citations = answer, citations_in(answer)
         update: dict = {"answer": answer, "trace": trace,
                         "warnings": [w for w in state.get("warnings") or [] if w.expires_after_turn > turn]}
         if trace.route != "clarify":

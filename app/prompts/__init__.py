@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
+from pydantic import Field, ValidationError
 
-from app.core.config import CrisisContact
+from app.core.config import DEFAULT_CRISIS_CONTACTS, CrisisContact
+from app.core.errors import ConfigError
+from app.core.records import Record
 from judges.rules import load_rules
 
 PROMPTS_DIR = Path(__file__).resolve().parent
@@ -51,15 +54,48 @@ def contact_lines(contacts: list[CrisisContact]) -> str:
     return "\n".join(f"- {c.name}: {c.contact}" + (f" ({c.note})" if c.note else "") for c in contacts)
 
 
+class CrisisTranslation(Record):
+    """The opening of each crisis reply and the default contacts, in one language the screen reads."""
+
+    crisis: str
+    crisis_medical: str
+    crisis_overdose: str
+    crisis_someone_else: str
+    crisis_harm: str
+    reach_out: str
+    contacts: list[CrisisContact] = Field(min_length=len(DEFAULT_CRISIS_CONTACTS), max_length=len(DEFAULT_CRISIS_CONTACTS))
+    in_english: str
+
+
+@cache
+def crisis_translations() -> dict[str, CrisisTranslation]:
+    """The crisis replies' openings by language code (crisis_translations.yaml: written and reviewed
+    by people, never translated at run time)."""
+    path = PROMPTS_DIR / "crisis_translations.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        return {code: CrisisTranslation.model_validate(text) for code, text in data.items()}
+    except ValidationError as error:
+        raise ConfigError(f"{path}: {error.errors()[0]['loc']}: {error.errors()[0]['msg']}") from error
+
+
 def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False,
-                 situation: Literal["", "medical", "overdose", "someone_else", "harm"] = "") -> str:
+                 situation: Literal["", "medical", "overdose", "someone_else", "harm"] = "",
+                 language: str = "") -> str:
     """The crisis reply; `continued`: the turn after one, whatever it says; `situation`: someone's
     body is in danger (a collapse, a reaction to a medicine), an overdose has been taken (a doctor
     now, even if it feels all right), the writer is with someone else in
     danger (a daughter locked in the bathroom), or someone may harm another person (the writer
     threatened, or afraid of what they might do), rather than the writer in danger themselves."""
     name = f"crisis_{situation}" if situation else "crisis"
-    return reply(f"{name}_continued" if continued else name, contacts=contact_lines(contacts))
+    english = reply(f"{name}_continued" if continued else name, contacts=contact_lines(contacts))
+    if (translated := crisis_translations().get(language)) is None:
+        return english
+    # The writer's language first, with the contacts (the defaults in that language, a deployment's
+    # own as configured), then the whole reply in English.
+    own = translated.contacts if contacts == DEFAULT_CRISIS_CONTACTS else contacts
+    return "\n\n".join([getattr(translated, name), f"{translated.reach_out}\n{contact_lines(own)}",
+                         f"{translated.in_english}\n\n{english}"])
 
 
 def topics_list(titles: list[str], limit: int = 12) -> str:

@@ -48,6 +48,14 @@ class CrisisPatternsFile(Record):
     patterns: list[CrisisPattern]
 
 
+# The kind of crisis each concept of the language lexicon says (judges/local/crisis_languages.yaml),
+# so a crisis in another language gets the reply for its kind (an overdose: a doctor now).
+LANGUAGE_CONCEPT_KINDS = {
+    "die_wish": "direct_suicidal", "self_harm": "self_harm_now", "overdose_taken": "overdose_taken",
+    "method": "means_method", "farewell": "veiled_farewell", "third_person": "third_person_danger",
+    "harm_others": "harm_to_others", "psychosis": "psychosis_danger", "medical": "medical_emergency",
+}
+
 # How near its threshold the learned request probability is unsure. Cross-validated on the training
 # data (threshold 0.35): from 0.15 up, 0.97 of the requests; from 0.55 up, 0.95 of the flags right.
 PERSONAL_UNSURE = 0.2
@@ -72,6 +80,8 @@ class Assessment:
     english: bool = True  # the learned language identifier's reading (not read for a pattern hit)
     uncertain: bool = False  # no crisis, but close enough that an LLM should take a second look
     personal_unsure: bool = False  # the request probability is near its threshold: an LLM may decide
+    threshold: float = 0.5  # the learned layer's crisis line for this message's reader
+    language: str = ""  # the other language it is written in ("de", "hi", …); "" for English
 
 
 @cache
@@ -126,8 +136,10 @@ def assess(text: str, res: Resources) -> Assessment:
 def _assess(text: str, res: Resources) -> Assessment:
     if not text or not text.strip():
         return Assessment(False, 0.0)
-    if other_language := crisis_languages.find(text):
-        return Assessment(True, 1.0, f"language:{other_language[0]}", [other_language[1]])
+    if found := crisis_languages.find_concept(text):
+        code, concept, words = found
+        return Assessment(True, 1.0, f"language:{code}", [words], crisis_kind=LANGUAGE_CONCEPT_KINDS.get(concept, ""),
+                          english=False, language=code)
     if hit := pattern_hit(text):
         # The learned layer still says what kind of crisis it is ("medical_emergency" gets its own reply).
         kind = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK)).crisis_kind
@@ -138,15 +150,16 @@ def _assess(text: str, res: Resources) -> Assessment:
     else:
         reading = res.screen_model.read_other_language(text)
         kinds = [reading.boundary_kind] if reading.boundary_kind else []
+    language = "" if english else res.screen_model.language_of(text)
     if reading.is_crisis:
         return Assessment(True, reading.crisis, "model" if english else "model:languages",
                           split_sentences(text) or [text], small_talk=reading.small_talk,
-                          crisis_kind=reading.crisis_kind,
-                          clearable=reading.crisis < reading.confident)
+                          crisis_kind=reading.crisis_kind, threshold=reading.threshold,
+                          clearable=reading.crisis < reading.confident, english=english, language=language)
     personal = reading.personal >= reading.personal_threshold
-    return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english,
+    return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english, language=language,
                       small_talk_kind=reading.small_talk_kind, boundary_kinds=kinds,
-                      crisis_kind=reading.crisis_kind, personal_advice=personal,
+                      crisis_kind=reading.crisis_kind, personal_advice=personal, threshold=reading.threshold,
                       # A request whose likeliest kind is someone unwell now is urgent, though its
                       # share of the request's probability may not reach the urgent line alone.
                       urgent=reading.urgent >= reading.urgent_threshold or (personal and kinds[:1] == ["urgent"]),

@@ -84,6 +84,7 @@ def _metrics(truth: list[str], read: list[str]) -> dict[str, Any]:
 def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
     """Fit the lexical variant and, with `encode`, the embedded one; the card reports each one's
     cross-validated accuracy per kind."""
+    data_hash = current_hash() or ""  # of the data as read now, not as it may be when the fit ends
     requests = training_requests()
     texts, kinds = [t for t, _ in requests], [k for _, k in requests]
     vectoriser = screen_model.ngram_vectoriser().fit(texts)
@@ -95,7 +96,7 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
         bundle[variant] = {"vectoriser": vectoriser,
                            "classifier": screen_model.fit_classifier(x, kinds, c=SETTINGS["c"])}
     card = artefacts.ModelCard(
-        name=NAME, feature_version=FEATURE_VERSION, data_hash=current_hash() or "",
+        name=NAME, feature_version=FEATURE_VERSION, data_hash=data_hash,
         data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
         split_sizes={"requests": len(requests), "folds": SETTINGS["folds"],
                      **{f"kind.{k}": n for k, n in sorted(Counter(kinds).items())}},

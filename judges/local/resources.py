@@ -32,7 +32,8 @@ REMEMBERED = 4096  # results kept by `remember`, least recently used first out
 
 class Resources:
     def __init__(self, embedder: Embedder | None = None, *, use_embeddings: bool = True,
-                 artefacts_dir: Path = ARTEFACTS_DIR, correct_english: Callable[[str], str] | None = None):
+                 artefacts_dir: Path = ARTEFACTS_DIR, correct_english: Callable[[str], str] | None = None,
+                 with_context: bool = True):
         patterns.data()  # validated now: a broken patterns.yaml stops start-up, not a later turn
         self.embedder = embedder
         # Misspelt words read as English (the identifier's English speller), as the learned
@@ -43,15 +44,16 @@ class Resources:
         self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
         self._lock = threading.Lock()
         self._remembered: OrderedDict[tuple[str, str], object] = OrderedDict()
-        from judges.local.request_kind import (
-            RequestKindModel,  # they read patterns and the text helpers
-        )
+        from judges.local.context_model import ContextModel  # they read patterns and the text helpers
+        from judges.local.request_kind import RequestKindModel
         from judges.local.role_model import RoleModel
         from judges.local.screen_model import ScreenModel
 
         self.screen_model = ScreenModel.load(self, artefacts_dir)
         self.role_model = RoleModel.load(self, artefacts_dir)
         self.request_kind = RequestKindModel.load(self, artefacts_dir)
+        # `with_context=False` only to fit the context model, which learns from the others' readings.
+        self.context_model = ContextModel.load(self, artefacts_dir) if with_context else None
 
     @classmethod
     def from_settings(cls, settings, embedder: Embedder | None,

@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 NAME = "input_screen"
 # 3: a personal-advice probability (the boundary classes) and its threshold;
 # 4: a variant for other languages; coefficients stored at half precision; 5: a language identifier;
-# 6: an urgent-situation probability (the class below) and its threshold
-FEATURE_VERSION = 6
+# 6: an urgent-situation probability (the class below) and its threshold; 7: which other language
+FEATURE_VERSION = 7
 # Someone unwell now ("he hasn't slept for days and thinks he's being watched, what do we do?"):
 # one of the own-case classes, which the answer leads with how to get help today.
 URGENT_CLASS = "boundary:urgent"
@@ -364,6 +364,30 @@ def _train_language_id(bundle: dict[str, Any], card_metrics: dict[str, Any], thr
     split_sizes.update(language_id_train=len(train_rows), language_id_dev=len(dev_rows))
 
 
+def _train_which_language(bundle: dict[str, Any], card_metrics: dict[str, Any], split_sizes: dict[str, int]) -> None:
+    """Which of the other languages a message is in, so that a crisis the lexicon does not list is
+    still answered in the writer's language: character n-grams of the message as written, fitted
+    on the other-language messages (transliterations labelled by their language)."""
+    rows = [(s.user, s.language) for _, _, s in training_messages(english=False)]
+    train_rows, dev_rows = train_test_split(rows, test_size=SETTINGS["dev_share"], random_state=SETTINGS["seed"],
+                                            stratify=[language for _, language in rows])
+    vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True, min_df=2)
+    classifier = fit_classifier(vectoriser.fit_transform([t for t, _ in train_rows]), [c for _, c in train_rows])
+    fitted = {"vectoriser": vectoriser, "classifier": classifier}
+    read = _likeliest_language(fitted, [t for t, _ in dev_rows])
+    card_metrics["which_language"] = {"accuracy": round(float(np.mean([r == c for r, (_, c) in zip(read, dev_rows, strict=True)])), 4)}
+    # The shipped identifier learns from every message; the dev figure is the split's.
+    fitted["classifier"] = fit_classifier(vectoriser.fit_transform([t for t, _ in rows]), [c for _, c in rows])
+    bundle["which_language"] = fitted
+    split_sizes.update(which_language=len(rows))
+
+
+def _likeliest_language(fitted: dict[str, Any], messages: list[str]) -> list[str]:
+    classifier: LogisticRegression = fitted["classifier"]
+    p = predict_proba(classifier, _tfidf(fitted["vectoriser"], messages))
+    return [str(classifier.classes_[i]) for i in np.argmax(p, axis=1)]
+
+
 def _too_short_to_judge(message: str) -> bool | None:
     """English or not when the script or the length decides: mostly non-Latin letters are not
     English; numbers or emoji alone, and fewer than three words ("ok", "clozapine?", "Hej!"), are
@@ -401,6 +425,7 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     None for the lexical variant only."""
     from judges.local.crisis import pattern_hit
 
+    data_hash = current_hash() or ""  # of the data as read now, not as it may be when the fit ends
     messages = training_messages()
     texts, labels = [t for t, _, _ in messages], [c for _, c, _ in messages]
     truth = np.array([s.expected == "crisis" for _, _, s in messages])
@@ -428,8 +453,9 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     split_sizes = {"english": len(messages), "crisis": int(truth.sum()), "folds": SETTINGS["folds"]}
     _train_languages(bundle, card_metrics, thresholds, split_sizes)
     _train_language_id(bundle, card_metrics, thresholds, split_sizes)
+    _train_which_language(bundle, card_metrics, split_sizes)
     card = artefacts.ModelCard(
-        name=NAME, feature_version=FEATURE_VERSION, data_hash=current_hash() or "",
+        name=NAME, feature_version=FEATURE_VERSION, data_hash=data_hash,
         data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
         split_sizes=split_sizes, dev_metrics=card_metrics, thresholds=thresholds,
         embedder=embedder_name if encode is not None else "",
@@ -495,6 +521,10 @@ class ScreenModel:
         if len(seen) < 3 or len(seen) == len(written):
             return False
         return bool(_english_probability(language_id, [" ".join(seen)])[0] >= language_id["threshold"])
+
+    def language_of(self, message: str) -> str:
+        """The likeliest of the other languages a message is in ("de", "hi", …), as written."""
+        return _likeliest_language(self.bundle["which_language"], [message])[0]
 
     def read_other_language(self, message: str) -> Reading:
         """A message in another language, as written."""
