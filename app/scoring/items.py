@@ -1,5 +1,9 @@
 """Items to score, made from a drift run or from saved chats: each final answer as the user saw it,
-with the conversation before it and the text of every source it cites, frozen at import."""
+with the conversation before it and the text of every source it cites, frozen at import.
+
+The sources are read from the answer itself. A turn's recorded citations are the draft's: when the
+filter sends a card or the extractive answer instead (its fallback), or rewrites the draft, the
+answer the user saw cites other sources, or some where the draft cited none."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from app.core.errors import ConfigError
+from app.core.text import citations_in
 from app.drift.runner import DriftTurn
 from app.drift.summary import load_run
 from app.kb.loader import KnowledgeBase
@@ -33,7 +38,7 @@ def items_from_run(run: Path, kb: KnowledgeBase) -> list[Item]:
             items.append(Item(
                 item_id=item_id(manifest.run_id, record.thread_id, record.turn), collection=manifest.run_id,
                 question=record.user_message, answer=record.final_answer, context=list(context),
-                sources=cited_sources(record.sources, kb),
+                sources=cited_sources(citations_in(record.final_answer), kb),
                 hidden={"run": manifest.run_id, "role": record.role, "kind": record.kind,
                         "condition": record.condition, "sample": record.sample, "turn": record.turn,
                         "model": record.chat_model or manifest.models.get("chat", ""), "route": record.route,
@@ -54,7 +59,7 @@ def items_from_chats(turn_log: TurnLog, thread_ids: list[str], collection: str, 
             items.append(Item(
                 item_id=item_id(collection, thread_id, trace.turn), collection=collection,
                 question=trace.user_message, answer=trace.answer, context=list(context),
-                sources=cited_sources(trace.citations, kb),
+                sources=cited_sources(citations_in(trace.answer), kb),
                 hidden={"run": collection, "condition": trace.caf_mode, "turn": trace.turn, "route": trace.route,
                         "model": trace.generator or "", "thread_id": thread_id}))
             context.append(Exchange(user=trace.user_message, assistant=trace.answer))

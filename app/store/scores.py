@@ -86,7 +86,8 @@ class ScoreStore:
 
     # -- items ---------------------------------------------------------------------------------
     def add_items(self, items: Iterable[Item]) -> int:
-        """Add items not already stored (by id); returns how many were new."""
+        """Add items not already stored (by id); returns how many were new. An item stored with
+        other cited sources than it cites now is mended (see `_mend_sources`)."""
         added = 0
         with self.db.engine.begin() as db:
             for item in items:
@@ -95,6 +96,8 @@ class ScoreStore:
                     VALUES (:item_id, :collection, :created_at, :question, :answer, :context, :sources, :hidden)
                     ON CONFLICT (item_id) DO NOTHING"""), _item_row(item))
                 added += result.rowcount
+                if not result.rowcount:
+                    _mend_sources(db, item)
         return added
 
     def items(self, collection: str | None = None) -> list[Item]:
@@ -236,6 +239,18 @@ def _item_row(item: Item) -> dict[str, Any]:
 def _item(row) -> Item:
     return Item(item_id=row[0], collection=row[1], created_at=row[2], question=row[3], answer=row[4],
                 context=json.loads(row[5]), sources=json.loads(row[6]), hidden=json.loads(row[7]))
+
+
+def _mend_sources(db: Connection, item: Item) -> None:
+    """An item added before its sources were read from its answer may lack some the answer cites
+    (a card or extractive answer sent instead of the draft cites what the draft did not): adding it
+    again gives it those. A source already stored keeps its text, so what was scored stays as it was."""
+    row = db.execute(text("SELECT sources FROM score_items WHERE item_id = :i"), {"i": item.item_id}).first()
+    stored = {source["id"]: source for source in json.loads(row[0])}
+    sources = [stored.get(source.id, source.model_dump()) for source in item.sources]
+    if [source["id"] for source in sources] != list(stored):
+        db.execute(text("UPDATE score_items SET sources = :s WHERE item_id = :i"),
+                   {"s": json.dumps(sources), "i": item.item_id})
 
 
 def _score(row) -> Score:
