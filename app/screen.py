@@ -86,7 +86,11 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     # after a crisis, whether this message still carries it.
     context = None if crisis or resources.context_model is None \
         else resources.context_model.read(list(earlier), cleaned.text)
-    in_context = context is not None and context.is_crisis
+    # A crisis only the learned layer saw, unsure, is weak evidence that danger goes on: a question
+    # of its own after it is answered ("I just found out I'm pregnant" must not also cost the
+    # answer to "should I stop my clozapine?").
+    unsure_before = after_crisis and previous is not None and previous.crisis_unsure
+    in_context = context is not None and context.is_crisis and not unsure_before
     if after_crisis and not crisis and not in_context and found.small_talk < SMALL_TALK_FROM \
             and asks_anything(cleaned.text):
         after_crisis = False  # asks something of its own, without the danger: answered, contacts kept
