@@ -85,7 +85,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     # Read with the user's last few messages: danger only visible with what came before, and,
     # after a crisis, whether this message still carries it.
     context = None if crisis or resources.context_model is None \
-        else resources.context_model.read(list(earlier), cleaned.text)
+        else resources.context_model.read(list(earlier), cleaned.text, after_a_crisis=after_crisis)
     # A crisis only the learned layer saw, unsure, is weak evidence that danger goes on: a question
     # of its own after it is answered ("I just found out I'm pregnant" must not also cost the
     # answer to "should I stop my clozapine?").
@@ -108,7 +108,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
         elif not llm_crisis and crisis:  # only an unsure learned flag reaches here
             crisis = False
             screen.crisis_layer = f"model (cleared by the screener: {reason})"
-    if not crisis and in_context and context is not None:
+    if not crisis and in_context and context is not None and not after_crisis:  # after one: "conversation" below
         # Danger only visible with what came before ("my voices are back", then "they want me to
         # take all of them and I think they're right"): the screener's look at the message alone
         # cannot clear it.

@@ -44,7 +44,9 @@ class Resources:
         self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
         self._lock = threading.Lock()
         self._remembered: OrderedDict[tuple[str, str], object] = OrderedDict()
-        from judges.local.context_model import ContextModel  # they read patterns and the text helpers
+        from judges.local.context_model import (
+            ContextModel,  # they read patterns and the text helpers
+        )
         from judges.local.request_kind import RequestKindModel
         from judges.local.role_model import RoleModel
         from judges.local.screen_model import ScreenModel
