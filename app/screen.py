@@ -85,7 +85,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     # Read with the user's last few messages: danger only visible with what came before, and,
     # after a crisis, whether this message still carries it.
     context = None if crisis or resources.context_model is None \
-        else resources.context_model.read(list(earlier), cleaned.text, after_a_crisis=after_crisis)
+        else resources.context_model.read(list(earlier), cleaned.text)
     # A crisis only the learned layer saw, unsure, is weak evidence that danger goes on: a question
     # of its own after it is answered ("I just found out I'm pregnant" must not also cost the
     # answer to "should I stop my clozapine?").
