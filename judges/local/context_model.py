@@ -88,7 +88,7 @@ def _margin(found: Assessment) -> float:
     return float(np.clip(np.log(p / (1 - p)) - np.log(t / (1 - t)), -_CLIP, _CLIP))
 
 
-def since_last_crisis(earlier: list[str], res: Resources, after_a_crisis: bool | None = None) -> list[str]:
+def since_last_crisis(earlier: list[str], res: Resources) -> list[str]:
     """The earlier messages a danger is read with: the last `LOOKBACK`, or, right after a crisis,
     that crisis and those before it; otherwise only those after the latest crisis among them, whose
     danger the crisis reply and the turn after it have already met ("ok" two messages after an
@@ -96,16 +96,14 @@ def since_last_crisis(earlier: list[str], res: Resources, after_a_crisis: bool |
     from judges.local.crisis import assess
 
     earlier = [m for m in earlier[-LOOKBACK:] if m.strip()]
-    if earlier and (assess(earlier[-1], res).crisis if after_a_crisis is None else after_a_crisis):
+    if earlier and assess(earlier[-1], res).crisis:
         return earlier
     crises = [i for i, m in enumerate(earlier) if assess(m, res).crisis]
     return earlier[crises[-1] + 1:] if crises else earlier
 
 
-def _readings(earlier: list[str], text: str, res: Resources, after_a_crisis: bool | None = None) -> _Readings:
-    """The screen's readings the models learn from (`earlier` as `since_last_crisis` gives it);
-    `after_a_crisis`: whether the message before was a crisis as its turn read it (None: read it
-    alone)."""
+def _readings(earlier: list[str], text: str, res: Resources) -> _Readings:
+    """The screen's readings the models learn from (`earlier` as `since_last_crisis` gives it)."""
     from judges.local.crisis import assess
 
     alone = assess(text, res)
@@ -114,8 +112,7 @@ def _readings(earlier: list[str], text: str, res: Resources, after_a_crisis: boo
     whole = assess(joined([*earlier, text]), res) if len(earlier) > 1 else last
     values = [_margin(alone), _margin(last), _margin(whole), max((_margin(b) for b in before), default=-_CLIP),
               _margin(before[-1]) if before else -_CLIP, alone.small_talk, float(asks_anything(text))]
-    after = bool(before) and (before[-1].crisis if after_a_crisis is None else after_a_crisis)
-    return _Readings(values, after,
+    return _Readings(values, bool(before) and before[-1].crisis,
                      whole if _margin(whole) >= _margin(last) else last)
 
 
@@ -129,12 +126,10 @@ def caught_without(earlier: list[str], text: str, res: Resources) -> bool:
                                         and not asks_anything(text))
 
 
-def features(earlier: list[str], text: str, res: Resources, *, embedded: bool,
-             after_a_crisis: bool | None = None) -> tuple[np.ndarray | None, _Readings]:
+def features(earlier: list[str], text: str, res: Resources, *, embedded: bool) -> tuple[np.ndarray | None, _Readings]:
     """The readings, and with `embedded` the message's and the previous message's embeddings
-    (None when the embedder cannot give them)."""
-    earlier = since_last_crisis(earlier, res, after_a_crisis)
-    read = _readings(earlier, text, res, after_a_crisis)
+    (None when the embedder cannot give them); `earlier` as `since_last_crisis` gives it."""
+    read = _readings(earlier, text, res)
     x = np.asarray(read.values, dtype=np.float32)
     if not embedded:
         return x, read
@@ -205,7 +200,7 @@ def train(res: Resources, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.
     metrics: dict[str, Any] = {}
     thresholds: dict[str, float] = {}
     for variant in ["readings", *(["embedded"] if res.embeddings else [])]:
-        read = [features(_earlier(s), s.user, res, embedded=variant == "embedded") for s in found]
+        read = [features(since_last_crisis(_earlier(s), res), s.user, res, embedded=variant == "embedded") for s in found]
         x = np.stack([f for f, _ in read])  # type: ignore[misc]
         after = np.array([r.after_a_crisis for _, r in read])
         flagged = caught_alone.copy()
@@ -246,17 +241,16 @@ class ContextModel:
                                       folder=folder)
         return cls(res, bundle, card)
 
-    def read(self, earlier: list[str], text: str, *, after_a_crisis: bool | None = None) -> ContextReading | None:
-        """The message read with the user's earlier messages (oldest first); None without any.
-        `after_a_crisis`: the message before was a crisis as its own turn read it (None: read alone)."""
-        earlier = since_last_crisis(earlier, self.res, after_a_crisis)
+    def read(self, earlier: list[str], text: str) -> ContextReading | None:
+        """The message read with the user's earlier messages (oldest first); None without any."""
+        earlier = since_last_crisis(earlier, self.res)
         if not earlier or not text.strip():
             return None
         embedded = ("embedded" in self.bundle and self.res.embeddings
                     and getattr(self.res.embedder, "name", "") == self.card.embedder)
-        x, read = features(earlier, text, self.res, embedded=embedded, after_a_crisis=after_a_crisis)
+        x, read = features(earlier, text, self.res, embedded=embedded)
         if x is None:  # the embedder failed just now: the readings alone decide
-            x, read = features(earlier, text, self.res, embedded=False, after_a_crisis=after_a_crisis)
+            x, read = features(earlier, text, self.res, embedded=False)
             embedded = False
         model = self.bundle["embedded" if embedded else "readings"][SITUATIONS[read.after_a_crisis]]
         p = float(sigmoid(np.asarray(x @ model["weights"] + model["bias"])))
