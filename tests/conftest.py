@@ -49,6 +49,14 @@ def _isolated_cwd(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def _empty_artefact_cache(tmp_path, monkeypatch):
+    """No test copies a learned check from, or leaves one in, the developer's artefact cache."""
+    from judges.local import artefact_cache
+
+    monkeypatch.setattr(artefact_cache, "CACHE_DIR", tmp_path / "artefact-cache")
+
+
 @pytest.fixture
 def settings(tmp_path):
     from app.core.config import Settings

@@ -176,3 +176,53 @@ def test_train_if_needed_fits_only_the_checks_missing_or_stale(shipped_copy, mon
     card_path.write_text(card_path.read_text().replace('"feature_version": ', '"feature_version": 9'))
     result = CliRunner().invoke(cli, train)
     assert result.exit_code == 0 and fitted == [(role_model.NAME, shipped_copy)], result.output
+
+
+def test_a_clone_of_the_same_code_and_data_copies_the_build_from_the_cache(shipped_copy, tmp_path, monkeypatch):
+    """What keeps CI's fresh clone from training for a quarter of an hour: the same inputs copy the
+    build byte for byte; another source file, or another build of what it learned from, trains."""
+    from judges.local import artefact_cache, context_model
+
+    cache = tmp_path / "cache"
+    reads = (screen_model.NAME,)
+    artefact_cache.keep(context_model.NAME, shipped_copy, reads=reads, cache=cache)
+    built = (shipped_copy / f"{context_model.NAME}.joblib").read_bytes()
+    card = artefacts.ModelCard.model_validate_json((shipped_copy / f"{context_model.NAME}.card.json").read_text())
+
+    def restore(folder):
+        return artefact_cache.restore(context_model.NAME, feature_version=card.feature_version,
+                                      data_hash=card.data_hash, folder=folder, reads=reads, cache=cache)
+
+    (shipped_copy / f"{context_model.NAME}.joblib").unlink()
+    assert restore(shipped_copy) and (shipped_copy / f"{context_model.NAME}.joblib").read_bytes() == built
+    assert not artefact_cache.restore(context_model.NAME, feature_version=card.feature_version + 1,
+                                      data_hash=card.data_hash, folder=shipped_copy, reads=reads, cache=cache)
+    screen_card = shipped_copy / f"{screen_model.NAME}.card.json"
+    original = screen_card.read_text()
+    screen_card.write_text(json.dumps({**json.loads(original), "data_hash": "0" * 64}))
+    assert not restore(shipped_copy), "built on another screen: must train"
+    screen_card.write_text(original)
+    [entry] = (cache / context_model.NAME).iterdir()
+    inputs = json.loads((entry / "inputs.json").read_text())
+    assert any(path.endswith("context_model.py") for path in inputs["files"])
+    first = next(iter(inputs["files"]))
+    inputs["files"][first] = "0" * 64  # as if that source file differed from this checkout's
+    (entry / "inputs.json").write_text(json.dumps(inputs))
+    assert not restore(shipped_copy), "built from other code: must train"
+
+
+def test_train_if_needed_copies_a_cached_build_instead_of_fitting(shipped_copy, monkeypatch):
+    from typer.testing import CliRunner
+
+    from app.cli.main import cli
+    from judges.local import artefact_cache
+
+    fitted = []
+    monkeypatch.setattr(role_model, "fit_and_save", lambda *_args: fitted.append(role_model.NAME))
+    artefact_cache.keep(role_model.NAME, shipped_copy)
+    card_path = shipped_copy / f"{role_model.NAME}.card.json"
+    card_path.write_text(card_path.read_text().replace('"feature_version": ', '"feature_version": 9'))
+    result = CliRunner().invoke(cli, ["judges", "train", "--if-needed", "--out", str(shipped_copy)])
+    assert result.exit_code == 0 and fitted == [] and "copied" in result.output, result.output
+    assert artefacts.why_retrain(role_model.NAME, feature_version=role_model.FEATURE_VERSION,
+                                 current_hash=role_model.current_hash(), folder=shipped_copy) is None

@@ -51,10 +51,19 @@ def train_judges(
                             "(what make runs before the app and the tests).")] = False,
 ) -> None:
     """Fit every learned check on the train splits and write its artefact and model card."""
-    from judges.local import artefacts, context_model, request_kind, role_model, screen_model
+    from judges.local import (
+        artefact_cache,
+        artefacts,
+        context_model,
+        request_kind,
+        role_model,
+        screen_model,
+    )
 
     folder = out or artefacts.ARTEFACTS_DIR
     wanted = []
+    # What each fit learns from besides its data: the context model reads the others' readings.
+    reads = {context_model.NAME: (screen_model.NAME, role_model.NAME, request_kind.NAME)}
 
     def fit_context(_encode, _name: str, into: Path) -> artefacts.ModelCard:
         # It learns from the other checks' readings, so it is fitted after them, with them loaded.
@@ -67,8 +76,14 @@ def train_judges(
                         (request_kind, request_kind.train), (context_model, fit_context)):
         why = artefacts.why_retrain(module.NAME, feature_version=module.FEATURE_VERSION,
                                     current_hash=module.current_hash(), folder=folder)
-        if why or not if_needed:
-            wanted.append(fit)
+        learns_from_new = any(name in reads.get(module.NAME, ()) for name, _ in wanted)
+        if why and if_needed and not learns_from_new and artefact_cache.restore(
+                module.NAME, feature_version=module.FEATURE_VERSION, data_hash=module.current_hash(),
+                folder=folder, reads=reads.get(module.NAME, ())):
+            console.print(f"[bold]{escape(module.NAME)}[/]: {escape(why)}; the same build was in "
+                          f"{escape(str(artefact_cache.CACHE_DIR))}, copied")
+        elif why or not if_needed:
+            wanted.append((module.NAME, fit))
             if why:
                 console.print(f"[bold]{escape(module.NAME)}[/]: {escape(why)}; training it (seeded)")
     if not wanted:
@@ -81,8 +96,12 @@ def train_judges(
     def encode(texts: list[str]):
         return embedder.encode(list(texts))
 
-    for fit in wanted:
+    for name, fit in wanted:
         card = fit(encode, embedder.name, folder)
+        try:
+            artefact_cache.keep(name, folder, reads=reads.get(name, ()))
+        except OSError as error:  # a cache that cannot be written costs the next clone time, nothing else
+            console.print(f"[dim]could not keep {escape(name)} in {escape(str(artefact_cache.CACHE_DIR))}: {escape(str(error))}[/]")
         console.print(f"[bold]{escape(card.name)}[/]: {escape(str(card.split_sizes))}")
         for variant, metrics in card.dev_metrics.items():
             summary = {k: v for k, v in metrics.items() if k != "per_category"}
