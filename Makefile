@@ -17,11 +17,18 @@ $(VENV)/.installed-runtime: pyproject.toml constraints.txt | $(BIN)/python
 
 # Everything: tests, lint and the local llama.cpp server, built from source for a portable x86-64
 # target: built for the machine's own CPU (llama.cpp's default), it died on its first completion
-# on a VM whose CPU advertises AMX. pip's cache would hand back a wheel built with other flags,
-# hence no cache for this install.
+# on a VM whose CPU advertises AMX. Its wheel is built once per version and flags into a wheelhouse
+# outside the clone (pip's own cache keys a built wheel by its source, not by these flags, so it
+# could hand back a wheel built for another CPU); later installs, CI's fresh clones, take it there.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_VERSION    := $(shell sed -n 's/^llama_cpp_python==//p' constraints.txt)
+LLAMA_WHEELS     ?= $(HOME)/.cache/cafbot/wheels/$(shell printf '%s' "$(LLAMA_CMAKE_ARGS)" | sha256sum | cut -c1-12)
 $(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -q --no-cache-dir -c constraints.txt -e '.[dev,local]'
+	ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl > /dev/null 2>&1 || \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(LLAMA_WHEELS) \
+	    llama_cpp_python==$(LLAMA_VERSION)
+	$(BIN)/pip install -q -c constraints.txt --find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python \
+	  -e '.[dev,local]'
 	touch $@ $(VENV)/.installed-runtime
 
 # The learned checks are built here, not kept in git: the first run trains them (about 10 minutes
