@@ -16,7 +16,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,13 @@ from app.core.errors import CafbotError
 from app.core.files import held_lock, private_dir
 from app.core.records import CafMode, TurnTrace
 from app.graph.builder import build_graph
+from app.graph.checkpoint import location as checkpoint_location
 from app.graph.checkpoint import open_checkpointer
 from app.graph.services import Services
+from app.graph.staging import StagedCheckpoints
 from app.graph.state import TurnContext
 from app.store import Conversation, Database, StoreError, TurnLog
+from app.store.locks import advisory_lock
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +55,28 @@ class ConversationBusy(CafbotError):
 
 
 @contextmanager
-def one_writer(lock_dir: Path, thread_id: str, timeout_s: float) -> Iterator[None]:
-    """Serialise turns on one conversation across threads and processes (an advisory file lock per
-    thread): two askers at once would both build turn N from the same checkpoint, and one would be
-    lost. The second waits up to `timeout_s`, then is told the conversation is busy."""
-    if not THREAD_ID.fullmatch(thread_id):  # it names a file: no "../", no separators
+def one_writer(lock_dir: Path, thread_id: str, timeout_s: float, pool: Any = None) -> Iterator[None]:
+    """Serialise turns on one conversation across threads, processes and machines: two askers at
+    once would both build turn N from the same checkpoint, and one would be lost. With the
+    conversations in Postgres (`pool`: the checkpointer's connections) the lock is a Postgres
+    advisory lock, which every replica sees; else an advisory file lock in `lock_dir`, which every
+    process on this machine sees. The second asker waits up to `timeout_s`, then is told the
+    conversation is busy."""
+    if not THREAD_ID.fullmatch(thread_id):  # it names a file or a lock: no "../", no separators
         raise UnknownThread(f"{thread_id!r} is not a conversation id (letters, digits, '-' and '_', "
                             "up to 64); `cafbot conversations list` shows yours.")
-    lock_path = private_dir(lock_dir) / f"{thread_id}.lock"  # 0700 folder, 0600 file
-    with held_lock(lock_path, timeout_s, busy=lambda: ConversationBusy(
-            f"Conversation {thread_id} is busy answering another message; please wait for that answer "
-            "and try again.")):
+
+    def busy() -> ConversationBusy:
+        return ConversationBusy(f"Conversation {thread_id} is busy answering another message; please wait "
+                                "for that answer and try again.")
+
+    if pool is None:
+        with held_lock(private_dir(lock_dir) / f"{thread_id}.lock", timeout_s, busy=busy):  # 0700, 0600
+            yield
+        return
+    # The lock's connection is held for the turn; if it drops, the lock goes with it, and the
+    # turn log's one row per turn number stops a second writer from saving a second answer.
+    with pool.connection() as conn, advisory_lock(conn, f"cafbot:conversation:{thread_id}", timeout_s, busy):
         yield
 
 
@@ -76,12 +90,15 @@ class Conversations:
         self.lock_dir = settings.data_dir / "locks"
         self._stack = ExitStack()
         try:
-            self.checkpointer = self._stack.enter_context(open_checkpointer(settings))
+            saver = self._stack.enter_context(open_checkpointer(settings))
             self.store = Database.open(settings.data_dir, settings.store_url)
             self._stack.callback(self.store.close)
         except BaseException:
             self._stack.close()
             raise
+        self.checkpointer = StagedCheckpoints(saver)
+        # Postgres's connections, for a lock every replica sees (None: the conversations are in a file).
+        self._pool = saver.conn if settings.checkpointer.kind == "postgres" else None
         self.turn_log = TurnLog(self.store)
 
     def __enter__(self) -> Conversations:
@@ -113,6 +130,11 @@ class Conversations:
         return (self.turn_log.conversation(thread_id) is not None
                 or self.checkpointer.get_tuple(_config(thread_id)) is not None)
 
+    def one_writer(self, thread_id: str, timeout_s: float | None = None) -> AbstractContextManager[None]:
+        """The conversation's writer lock (see `one_writer`), on this deployment's stores."""
+        return one_writer(self.lock_dir, thread_id,
+                          self.settings.turn_lock_timeout_s if timeout_s is None else timeout_s, self._pool)
+
     def require(self, thread_id: str) -> None:
         if not self.exists(thread_id):
             raise _unknown(thread_id)
@@ -122,7 +144,7 @@ class Conversations:
         turn being answered in it to finish first. False if no store knew the conversation."""
         if not self.exists(thread_id):
             return False
-        with one_writer(self.lock_dir, thread_id, self.settings.turn_lock_timeout_s):
+        with self.one_writer(thread_id):
             self._delete(thread_id)
         return True
 
@@ -139,7 +161,7 @@ class Conversations:
         for conversation in self.idle(older_than, now=now):
             thread_id = conversation.thread_id
             try:
-                with one_writer(self.lock_dir, thread_id, timeout_s=0):
+                with self.one_writer(thread_id, timeout_s=0):
                     # Checked again under the lock: a turn may have ended since the list was read.
                     current = self.turn_log.conversation(thread_id)
                     if current is not None and current.last_activity >= now - older_than:
@@ -200,8 +222,13 @@ class Chatbot:
         configuration's). `on_step` is told each step's name as it finishes (the app shows them).
         Returns the turn's trace; `trace.answer` is what the user sees."""
         mode = caf or self.services.default_caf_mode
-        with one_writer(self.conversations.lock_dir, thread_id, self.settings.turn_lock_timeout_s):
-            return self._ask(thread_id, text, mode, on_step or (lambda _step: None))
+        try:
+            with self.conversations.one_writer(thread_id):
+                return self._ask(thread_id, text, mode, on_step or (lambda _step: None))
+        except CafbotError:
+            raise
+        except Exception as error:  # a store out of reach, a bug: reported, the conversation kept
+            raise _turn_failed(thread_id, error) from error
 
     def _ask(self, thread_id: str, text: str, mode: CafMode, on_step: Callable[[str], None]) -> TurnTrace:
         known = self.turn_log.conversation(thread_id)
@@ -210,41 +237,44 @@ class Chatbot:
         recorded = known.turns if known else 0  # counted in SQL, no trace parsed
         if recorded and thread_id not in self._state_seen and not self.state(thread_id):
             raise StoreError(
-                f"{self.settings.checkpoint_path}: conversation {thread_id} has {recorded} recorded "
+                f"{checkpoint_location(self.settings)}: conversation {thread_id} has {recorded} recorded "
                 "turns but no saved state; the conversation store was emptied or replaced. Restore it "
                 "from a backup, or start a new conversation.")
-        try:
-            # One checkpoint per turn, written when the turn ends: a turn that fails midway leaves
-            # the conversation exactly as it was, and a turn costs one write instead of one per node.
+        # One checkpoint per turn, written when the turn ends and only once the turn log has taken
+        # the turn: a turn that fails midway, or loses a race with another replica, leaves the
+        # conversation exactly as it was in both stores.
+        with self.checkpointer.staged(thread_id) as staged:
             result: dict[str, Any] = {}
             for kind, chunk in self.graph.stream({"user_input": text}, _config(thread_id), durability="exit",
-                                                 context=TurnContext(caf=mode),
-                                                 stream_mode=["updates", "values"]):
+                                                 context=TurnContext(caf=mode), stream_mode=["updates", "values"]):
                 if kind == "values":
                     result = chunk
                 else:
                     for step in chunk:
                         on_step(step)
-        except CafbotError:
-            raise
-        except Exception as error:  # a bug or an unexpected failure: report it, keep the thread
-            log.exception("turn failed in thread %s", thread_id)
-            raise TurnFailed(
-                f"Sorry, something went wrong while answering ({type(error).__name__}: {error}). "
-                "Your conversation so far is kept; please try again."
-            ) from error
-        trace: TurnTrace = result["trace"].model_copy(update={"thread_id": thread_id})
+            trace: TurnTrace = result["trace"].model_copy(update={"thread_id": thread_id})
+            self.turn_log.record(trace)  # TurnConflict: another writer has this turn; ours is dropped
+            try:
+                staged.commit()
+            except Exception:  # the state could not be saved: take the turn back out of the log
+                self._forget_turn(thread_id, trace.turn)
+                raise
         self._state_seen.add(thread_id)
         if trace.route == "crisis":
             log.warning("crisis route taken in thread %s (turn %d)", thread_id, trace.turn)
-        self.turn_log.record(trace)
         return trace
+
+    def _forget_turn(self, thread_id: str, turn: int) -> None:
+        try:
+            self.turn_log.remove_turn(thread_id, turn)
+        except Exception:  # both stores are out of reach: the next turn's check reports it
+            log.exception("turn %d of thread %s is in the turn log without its saved state", turn, thread_id)
 
     def seed_turn(self, thread_id: str, user: str, assistant: str) -> TurnTrace:
         """Write a finished turn into a conversation as given, without running the graph: the
         drift tests' checkpoint conversations hold the answer on which the bot first drifted,
         written once so that every branch starts from it."""
-        with one_writer(self.conversations.lock_dir, thread_id, self.settings.turn_lock_timeout_s):
+        with self.conversations.one_writer(thread_id):
             self.turn_log.start_conversation(thread_id, caf_mode=self.services.default_caf_mode)
             turn = int(self.state(thread_id).get("turn", 0)) + 1
             trace = TurnTrace(thread_id=thread_id, turn=turn, user_message=user, answer=assistant,
@@ -289,6 +319,31 @@ class Chatbot:
 
     def state(self, thread_id: str) -> dict[str, Any]:
         return dict(self.graph.get_state(_config(thread_id)).values)
+
+
+def _turn_failed(thread_id: str, error: Exception) -> TurnFailed:
+    """One line for the person asking; the details in the log. A store out of reach (a restart,
+    a failover) is a moment to wait, not a bug."""
+    if _unreachable(error):
+        log.warning("turn in thread %s: a store is out of reach (%s)", thread_id, error)
+        return TurnFailed("Sorry, the conversation store is not reachable just now. Your conversation so far "
+                          "is kept; please try again in a moment.")
+    log.error("turn failed in thread %s", thread_id, exc_info=error)
+    return TurnFailed(f"Sorry, something went wrong while answering ({type(error).__name__}: {error}). "
+                      "Your conversation so far is kept; please try again.")
+
+
+def _unreachable(error: BaseException) -> bool:
+    from sqlalchemy.exc import OperationalError
+
+    names = {type(e).__name__ for e in _chain(error)}
+    return isinstance(error, OperationalError) or bool(names & {"OperationalError", "PoolTimeout", "InterfaceError"})
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    while error is not None:
+        yield error
+        error = error.__cause__ or error.__context__
 
 
 def _unknown(thread_id: str) -> UnknownThread:

@@ -30,9 +30,33 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+class PostgresServer:
+    """A running throwaway server: its SQLAlchemy URL, and stop/start for outage tests."""
+
+    def __init__(self, url: str, run, pg_ctl: str, data: Path, log: str, options: str):
+        self.url, self._run, self._pg_ctl, self._data, self._log, self._options = url, run, pg_ctl, data, log, options
+
+    @property
+    def libpq_url(self) -> str:
+        return self.url.replace("postgresql+psycopg://", "postgresql://")
+
+    def stop(self) -> None:
+        self._run(self._pg_ctl, "-D", str(self._data), "-m", "fast", "-w", "stop")
+
+    def start(self) -> None:
+        self._run(self._pg_ctl, "-D", str(self._data), "-w", "-l", self._log, "-o", self._options, "start")
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
     """Yields a SQLAlchemy URL of an empty database on a new local server."""
+    with postgres_cluster() as server:
+        yield server.url
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[PostgresServer]:
+    """A new local server with an empty database `cafbot`, which the test may stop and start."""
     pg_ctl = shutil.which("pg_ctl")
     if pg_ctl is None:
         _unavailable("pg_ctl is not installed")
@@ -53,11 +77,13 @@ def postgres_server() -> Iterator[str]:
         subprocess.run([*as_user, *command], check=True, capture_output=True, timeout=120)
 
     run(str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(folder / "log"), "-o",
-        f"-p {port} -c listen_addresses=127.0.0.1 -k {folder}", "start")
+    server = PostgresServer(f"postgresql+psycopg://postgres@127.0.0.1:{port}/cafbot", run, str(bin_dir / "pg_ctl"),
+                            data, str(folder / "log"), f"-p {port} -c listen_addresses=127.0.0.1 -k {folder}")
+    server.start()
     try:
         run(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "cafbot")
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/cafbot"
-    finally:
-        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        yield server
+    finally:  # unchecked: a test may have left it stopped
+        subprocess.run([*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True, timeout=120)
         shutil.rmtree(folder, ignore_errors=True)

@@ -206,3 +206,29 @@ def test_a_thread_id_that_is_not_an_id_is_refused_before_it_names_a_file(fast_bo
     with pytest.raises(UnknownThread, match="is not a conversation id"):
         bot.ask(thread, QUESTION)
     assert not (tmp_path / "data" / "outside.lock").exists()
+
+
+def test_a_writer_that_loses_the_race_leaves_no_saved_state(fast_bot, tmp_path, monkeypatch):
+    """Should the lock ever fail (a lost connection releases a Postgres lock mid-turn), the turn log
+    still takes one answer per turn number, and the loser's conversation state goes with its
+    turn: the state never holds an answer nobody saw."""
+    from contextlib import nullcontext
+
+    from app.store import TurnConflict
+
+    winner, loser = fast_bot(data_dir=tmp_path / "shared"), fast_bot(data_dir=tmp_path / "shared")
+    thread = winner.new_thread()
+    winner.ask(thread, QUESTION)
+    for bot in (winner, loser):
+        monkeypatch.setattr(bot.conversations, "one_writer", lambda *_args, **_kwargs: nullcontext())
+    raced = []
+
+    def meanwhile(_step: str) -> None:  # the winner answers turn 2 while the loser is on it
+        if not raced:
+            raced.append(winner.ask(thread, "What helps with sleep?"))
+
+    with pytest.raises(TurnConflict, match="already recorded"):
+        loser.ask(thread, "What are negative symptoms?", on_step=meanwhile)
+    assert [t.user_message for t in winner.turn_log.turns(thread)] == [QUESTION, "What helps with sleep?"]
+    assert [m.content for m in loser.messages(thread)][::2] == [QUESTION, "What helps with sleep?"]
+    assert loser.ask(thread, "What are negative symptoms?").turn == 3

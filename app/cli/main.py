@@ -25,6 +25,7 @@ from app.cli import (
     ui_cmd,
 )
 from app.cli.doctor_cmd import doctor
+from app.cli.migrate_cmd import migrate
 
 cli = typer.Typer(help="cafbot: a safety-filtered patient-education chatbot.", no_args_is_help=True)
 cli.command()(ui_cmd.ui)
@@ -32,6 +33,7 @@ cli.command()(chat.ask)
 cli.command()(chat.chat)
 cli.command("serve-model")(model_cmd.serve_model)
 cli.command()(doctor)
+cli.command()(migrate)
 cli.add_typer(kb.cli, name="kb", help="Check, ingest, index and evaluate a knowledge base.")
 cli.add_typer(judges_cmd.cli, name="judges", help="List the judges; evaluate the filter on scenarios.")
 cli.add_typer(eval_cmd.cli, name="eval", help="Measure answer quality on answer keys.")

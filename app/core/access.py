@@ -1,13 +1,12 @@
-"""Staff access codes: stored only as a salted scrypt hash, compared in constant time, and wrong
-guesses limited per window, so a patient's browser cannot guess its way into other people's traces."""
+"""Staff access codes: stored only as a salted scrypt hash, compared in constant time (wrong
+guesses are limited per window by the store's `AttemptLimiter`), so a patient's browser cannot
+guess its way into other people's traces."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import secrets
-import threading
-import time
 
 from app.core.errors import ConfigError
 
@@ -36,26 +35,3 @@ def verify_code(code: str, stored: str) -> bool:
 
 def _digest(code: str, salt: bytes) -> bytes:
     return hashlib.scrypt(code.encode(), salt=salt, n=_N, r=_R, p=_P, dklen=32)
-
-
-class AttemptLimiter:
-    """At most `attempts` wrong codes per `window_s`, counted for the whole process (not per
-    browser tab, which an attacker could simply open again)."""
-
-    def __init__(self, attempts: int, window_s: float, clock=time.monotonic):
-        self.attempts, self.window_s, self._clock = attempts, window_s, clock
-        self._failures: list[float] = []
-        self._lock = threading.Lock()
-
-    def wait_s(self) -> float:
-        """Seconds until another attempt is allowed (0: now)."""
-        with self._lock:
-            now = self._clock()
-            self._failures = [t for t in self._failures if now - t < self.window_s]
-            if len(self._failures) < self.attempts:
-                return 0.0
-            return self.window_s - (now - self._failures[0])
-
-    def failed(self) -> None:
-        with self._lock:
-            self._failures.append(self._clock())

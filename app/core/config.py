@@ -204,6 +204,10 @@ DEFAULT_CRISIS_CONTACTS = [
 class Checkpointer(Record):
     kind: Literal["sqlite", "postgres"] = "sqlite"
     postgres_url: str | None = None
+    # Postgres only: connections per process (each turn being answered holds one for its lock),
+    # and how long a turn waits for one before it is told to try again.
+    pool_size: int = Field(10, ge=2)
+    connect_timeout_s: float = Field(10.0, gt=0)
 
 
 class Caf(Record):

@@ -17,6 +17,7 @@ from app.core.errors import ConfigError
 from app.core.files import private_sqlite
 from app.core.records import CHECKPOINT_TYPES
 from app.store import StoreError
+from app.store.locks import advisory_lock
 
 
 def serializer() -> JsonPlusSerializer:
@@ -26,9 +27,11 @@ def serializer() -> JsonPlusSerializer:
 
 
 @contextmanager
-def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
+def open_checkpointer(settings: Settings, *, upgrade: bool = False) -> Iterator[BaseCheckpointSaver]:
+    """The configured checkpointer, its tables created on first use. An older Postgres schema is
+    upgraded only with `upgrade` (`cafbot migrate`); SQLite's, one process's own file, always."""
     if settings.checkpointer.kind == "postgres":
-        with _postgres(settings) as saver:
+        with _postgres(settings, upgrade=upgrade) as saver:
             yield saver
         return
 
@@ -86,19 +89,80 @@ def unreadable_store(path: Path, error: Exception, doing: str = "open") -> Store
     return StoreError(f"{path}: cannot {doing} the conversation store ({reason}). {fix}")
 
 
-def _postgres(settings: Settings) -> AbstractContextManager[BaseCheckpointSaver]:
-    if not settings.checkpointer.postgres_url:
+def location(settings: Settings) -> str:
+    """Where the conversations are, for messages: the file, or the database without its password."""
+    if settings.checkpointer.kind == "postgres" and settings.checkpointer.postgres_url:
+        return _where(settings.checkpointer.postgres_url)
+    return str(settings.checkpoint_path)
+
+
+def _postgres(settings: Settings, *, upgrade: bool = False) -> AbstractContextManager[BaseCheckpointSaver]:
+    """LangGraph's Postgres saver on a pool of connections: a connection the server dropped (a
+    restart, a failover) is checked and replaced when next taken, so a replica keeps serving."""
+    url = settings.checkpointer.postgres_url
+    if not url:
         raise ConfigError("checkpointer.kind is postgres but checkpointer.postgres_url is empty.")
     try:
         from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
     except ImportError as error:
         raise ConfigError("The Postgres checkpointer needs `pip install -e '.[postgres]'`.") from error
 
     @contextmanager
     def opened() -> Iterator[BaseCheckpointSaver]:
-        with PostgresSaver.from_conn_string(settings.checkpointer.postgres_url) as saver:
-            saver.serde = serializer()
-            saver.setup()
+        # The saver's own settings for its connections (autocommit, dict rows, no prepared
+        # statements, which a pooler in front of Postgres may not keep).
+        pool = ConnectionPool(_libpq(url), min_size=1, max_size=settings.checkpointer.pool_size,
+                              timeout=settings.checkpointer.connect_timeout_s, check=ConnectionPool.check_connection,
+                              kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+                              open=False)
+        try:
+            pool.open(wait=True, timeout=settings.checkpointer.connect_timeout_s)
+        except Exception as error:
+            pool.close()
+            raise StoreError(f"{_where(url)}: cannot reach the conversation store ({_first_line(error)}). "
+                             "Check that the Postgres server is running and checkpointer.postgres_url "
+                             "is right; `cafbot doctor` checks every store.") from error
+        try:
+            saver = PostgresSaver(pool, serde=serializer())
+            migrate_postgres_checkpoints(saver, url, upgrade=upgrade)
             yield saver
+        finally:
+            pool.close()
 
     return opened()
+
+
+def migrate_postgres_checkpoints(saver: BaseCheckpointSaver, url: str, *, upgrade: bool) -> None:
+    """Create the checkpoint tables on an empty database; upgrade older ones only when asked
+    (`cafbot migrate`), since replicas of an older cafbot may still be reading them. Under an
+    advisory lock: replicas starting together wait for the first, never race it."""
+    needed = len(saver.MIGRATIONS) - 1
+    with saver.conn.connection() as conn, advisory_lock(conn, "cafbot:migrate:checkpoints"):
+        exists = conn.execute("SELECT to_regclass('checkpoint_migrations') IS NOT NULL AS found").fetchone()["found"]
+        version = conn.execute("SELECT max(v) AS v FROM checkpoint_migrations").fetchone()["v"] if exists else None
+        if version is not None and version > needed:
+            raise StoreError(f"{_where(url)}: the conversation store is at schema version {version}, newer "
+                             f"than this cafbot's ({needed}); upgrade cafbot to open it.")
+        if version is not None and version < needed and not upgrade:
+            raise StoreError(f"{_where(url)}: the conversation store is at schema version {version}, this "
+                             f"cafbot needs {needed}; run `cafbot migrate` once to upgrade every store.")
+        if version != needed:
+            saver.setup()
+
+
+def _libpq(url: str) -> str:
+    """A libpq connection string from either spelling (`postgresql+psycopg://` is SQLAlchemy's)."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def _where(url: str) -> str:
+    """The database, without its password."""
+    from sqlalchemy import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]

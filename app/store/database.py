@@ -13,6 +13,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 
 from app.core.errors import CafbotError
 from app.core.files import private_sqlite
+from app.store.locks import lock_key
 
 
 class StoreError(CafbotError):
@@ -99,26 +100,40 @@ def _m3_scoring(db: Connection) -> None:
         )"""))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_m1_conversations_and_turns, _m2_turn_feedback, _m3_scoring]
+def _m4_sign_in_failures(db: Connection) -> None:
+    # Wrong staff codes, one row each (seconds since the epoch), so every replica counts them all.
+    db.execute(text("CREATE TABLE sign_in_failures (failed_at DOUBLE PRECISION NOT NULL)"))
+    db.execute(text("CREATE INDEX sign_in_failures_at ON sign_in_failures (failed_at)"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_m1_conversations_and_turns, _m2_turn_feedback, _m3_scoring,
+                                                  _m4_sign_in_failures]
 
 
 class Database:
-    def __init__(self, url: str):
+    """`upgrade`: apply migrations to a store that has tables already. SQLite (one machine's own
+    file) always does; a shared Postgres only through `cafbot migrate`, since replicas of the older
+    cafbot may still be serving from it. An empty database is set up by whoever opens it first."""
+
+    def __init__(self, url: str, *, upgrade: bool | None = None):
         self.url = url
-        self._where = url.removeprefix("sqlite:///") if url.startswith("sqlite") else \
-            make_url(url).render_as_string(hide_password=True)
+        self.shared = not url.startswith("sqlite")
+        self.location = make_url(url).render_as_string(hide_password=True) if self.shared else \
+            url.removeprefix("sqlite:///")
         try:
             self.engine = _engine(url)
-            self._migrate()
+            self._migrate(upgrade=not self.shared if upgrade is None else upgrade)
         except (DatabaseError, OperationalError) as error:
-            raise StoreError(
-                f"{self._where}: cannot open the store ({_first_line(error)}). If the file is damaged, "
-                "move it aside and run the command again: a new, empty store is created.") from error
+            fix = ("Check that the Postgres server is running and store_url is right; `cafbot doctor` "
+                   "checks every store." if self.shared else
+                   "If the file is damaged, move it aside and run the command again: a new, empty store "
+                   "is created.")
+            raise StoreError(f"{self.location}: cannot open the store ({_first_line(error)}). {fix}") from error
 
     @classmethod
-    def open(cls, data_dir: Path, url: str | None = None) -> Database:
+    def open(cls, data_dir: Path, url: str | None = None, *, upgrade: bool | None = None) -> Database:
         """The configured store: `url` if given, else `store.sqlite` in `data_dir`."""
-        return cls(url) if url else cls.in_data_dir(data_dir)
+        return cls(url, upgrade=upgrade) if url else cls.in_data_dir(data_dir)
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> Database:
@@ -130,13 +145,20 @@ class Database:
         with self.engine.connect() as db:
             return int(db.execute(text("SELECT max(version) FROM schema_version")).scalar() or 0)
 
-    def _migrate(self) -> None:
+    def _migrate(self, *, upgrade: bool) -> None:
+        # One transaction, under a lock held until it commits (Postgres's DDL is transactional):
+        # replicas opening an empty database together wait for the first, then find it done.
         with self.engine.begin() as db:
+            if self.shared:
+                db.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key("cafbot:migrate:store")})
             db.execute(text("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)"))
             current = int(db.execute(text("SELECT max(version) FROM schema_version")).scalar() or 0)
             if current > len(MIGRATIONS):
-                raise StoreError(f"{self._where}: the store is at schema version {current}, newer than "
+                raise StoreError(f"{self.location}: the store is at schema version {current}, newer than "
                                  f"this cafbot ({len(MIGRATIONS)}); upgrade cafbot to open it.")
+            if 0 < current < len(MIGRATIONS) and not upgrade:
+                raise StoreError(f"{self.location}: the store is at schema version {current}, this cafbot "
+                                 f"needs {len(MIGRATIONS)}; run `cafbot migrate` once to upgrade every store.")
             for number, migration in enumerate(MIGRATIONS[current:], start=current + 1):
                 migration(db)
                 db.execute(text("INSERT INTO schema_version (version) VALUES (:v)"), {"v": number})

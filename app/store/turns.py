@@ -84,6 +84,11 @@ class TurnLog:
             raise TurnConflict(f"turn {trace.turn} of conversation {trace.thread_id} is already "
                                "recorded; another process answered in this conversation at the same time") from error
 
+    def remove_turn(self, thread_id: str, turn: int) -> None:
+        """Take back a turn whose conversation state could not be saved, so the two stores agree."""
+        with self.db.engine.begin() as db:
+            db.execute(text("DELETE FROM turns WHERE thread_id = :t AND turn = :n"), {"t": thread_id, "n": turn})
+
     def turns(self, thread_id: str, *, upto: int | None = None) -> list[TurnTrace]:
         with self.db.engine.connect() as db:
             rows = db.execute(text("""

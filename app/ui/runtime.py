@@ -8,11 +8,11 @@ from contextlib import ExitStack
 
 import streamlit as st
 
-from app.core.access import AttemptLimiter
 from app.core.config import Settings
 from app.core.models.local_server import serve_if_needed
 from app.session import Chatbot
 from app.store import ScoreStore
+from app.store.attempts import AttemptLimiter
 
 
 @st.cache_resource(show_spinner="Getting ready: loading the knowledge base and the checks…")
@@ -34,4 +34,5 @@ def score_store() -> ScoreStore:
 
 @st.cache_resource
 def staff_limiter(attempts: int, window_s: float) -> AttemptLimiter:
-    return AttemptLimiter(attempts, window_s)
+    """Counted in the chatbot's store, which every replica shares."""
+    return AttemptLimiter(chatbot().store, attempts, window_s)
