@@ -1,12 +1,12 @@
 """Past one machine: replicas (separate processes, separate data dirs) sharing one Postgres keep the
-promises one process keeps. One writer per conversation, nothing lost, the turn log and the
+promises one process keeps, on one Postgres and one Chroma server. One writer per conversation, nothing lost, the turn log and the
 conversation state turn by turn the same, a cold start and a server restart survived.
 
-They need a real Postgres (pg_ctl); without one they skip, unless CAFBOT_TEST_REQUIRE_POSTGRES=1."""
+They need a real Postgres (pg_ctl) and Chroma's server; without them they skip, unless
+CAFBOT_TEST_REQUIRE_POSTGRES=1 (or CAFBOT_TEST_REQUIRE_CHROMA=1)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,13 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from bench.replica import QUESTIONS, Replica
+from tests.chroma_server import chroma_server
 from tests.postgres import PostgresServer, postgres_cluster
 
 pytestmark = pytest.mark.slow
-
-QUESTIONS = ["What helps with sleep?", "What are negative symptoms?", "How can family members help?",
-             "What is clozapine?", "What are the early warning signs of relapse?"]
 
 
 @pytest.fixture
@@ -31,43 +29,32 @@ def postgres():
         yield server
 
 
-class Replica:
-    """A replica process, spoken to one JSON line at a time."""
-
-    def __init__(self, data_dir: Path, server: PostgresServer, lock_timeout_s: float):
-        self.process = subprocess.Popen(
-            [sys.executable, str(REPO / "tests" / "replica.py"), str(data_dir), server.libpq_url, server.url,
-             str(lock_timeout_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def wait_ready(self) -> None:
-        assert self._read() == {"ready": True}
-
-    def send(self, **command) -> None:
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-
-    def ask(self, thread: str, text: str) -> dict:
-        self.send(ask=[thread, text])
-        return self._read()
-
-    def _read(self) -> dict:
-        line = self.process.stdout.readline()
-        if not line:
-            self.process.wait(timeout=30)
-            raise AssertionError(f"the replica exited ({self.process.returncode}): {self.process.stderr.read()[-3000:]}")
-        return json.loads(line)
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
+@pytest.fixture(scope="module")
+def shared_index(tmp_path_factory):
+    """A Chroma server holding the default knowledge base's index, built once by `cafbot kb index`."""
+    with chroma_server() as url:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("CAFBOT_")}
+        built = subprocess.run([str(Path(sys.executable).with_name("cafbot")), "kb", "index"], capture_output=True,
+                               text=True, timeout=600, cwd=tmp_path_factory.mktemp("index-job"),
+                               env={**environment, "CAFBOT_RETRIEVAL__CHROMA_URL": url})
+        assert built.returncode == 0, built.stderr
+        yield url
 
 
 @contextmanager
-def replicas(tmp_path: Path, server: PostgresServer, count: int, lock_timeout_s: float = 60.0):
+def replicas(tmp_path: Path, server: PostgresServer, count: int, lock_timeout_s: float = 60.0,
+             chroma_url: str | None = None):
+    """`count` replica processes on `server`; on the real embedder and the index on `chroma_url`
+    if given, else on the fast fakes."""
     with ExitStack() as stack:
         started = []
         for n in range(count):  # started together: their migrations race, unless they wait for each other
-            replica = Replica(tmp_path / f"replica-{n}", server, lock_timeout_s)
+            settings = {"data_dir": tmp_path / f"replica-{n}", "store_url": server.url,
+                        "turn_lock_timeout_s": lock_timeout_s,
+                        "checkpointer": {"kind": "postgres", "postgres_url": server.libpq_url}}
+            if chroma_url:
+                settings["retrieval"] = {"chroma_url": chroma_url}
+            replica = Replica(settings, fast=chroma_url is None)
             stack.callback(replica.close)
             started.append(replica)
         for replica in started:
@@ -91,13 +78,13 @@ def stores_agree(server: PostgresServer, thread: str) -> list[tuple[str, str]]:
     return logged
 
 
-def test_two_replicas_answering_one_conversation_at_once_lose_nothing(tmp_path, postgres):
-    """Ten rounds of both replicas asking in one conversation at the same moment: each turn is
-    answered and recorded in both stores, or refused as busy; never a state holding an answer
-    nobody saw. A short lock wait makes both outcomes happen."""
-    with replicas(tmp_path, postgres, 2, lock_timeout_s=0.05) as (first, second):
-        first.send(new="race")
-        thread = first._read()["thread"]
+def test_two_replicas_answering_one_conversation_at_once_lose_nothing(tmp_path, postgres, shared_index):
+    """Ten rounds of both replicas (the real embedder, one Chroma server) asking in one
+    conversation at the same moment: each turn is answered and recorded in both stores, or refused
+    as busy; never a state holding an answer nobody saw. A short lock wait makes both outcomes
+    happen."""
+    with replicas(tmp_path, postgres, 2, lock_timeout_s=0.05, chroma_url=shared_index) as (first, second):
+        thread = first.new_thread("race")
         with ThreadPoolExecutor(2) as both:
             outcomes = [outcome for round_ in range(10) for outcome in both.map(
                 lambda replica, name, n=round_: replica.ask(thread, f"{QUESTIONS[n % len(QUESTIONS)]} ({name}, {n})"),
@@ -112,8 +99,7 @@ def test_two_replicas_answering_one_conversation_at_once_lose_nothing(tmp_path, 
 
 def test_replicas_starting_together_on_an_empty_database_all_come_up(tmp_path, postgres):
     with replicas(tmp_path, postgres, 3) as started:
-        started[0].send(new="cold start")
-        thread = started[0]._read()["thread"]
+        thread = started[0].new_thread("cold start")
         for n, replica in enumerate(started):
             assert "error" not in replica.ask(thread, QUESTIONS[n])
     assert len(stores_agree(postgres, thread)) == 3
@@ -121,8 +107,7 @@ def test_replicas_starting_together_on_an_empty_database_all_come_up(tmp_path, p
 
 def test_a_postgres_restart_under_a_serving_replica_costs_only_the_turns_while_it_is_down(tmp_path, postgres):
     with replicas(tmp_path, postgres, 1) as (replica,):
-        replica.send(new="restart")
-        thread = replica._read()["thread"]
+        thread = replica.new_thread("restart")
         assert "error" not in replica.ask(thread, QUESTIONS[0])
         postgres.stop()
         during = replica.ask(thread, QUESTIONS[1])
