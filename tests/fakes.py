@@ -90,6 +90,9 @@ class KeywordIdentifier:
     def correct_english(self, text: str) -> str:
         return text
 
+    def follow_index(self) -> None:
+        """No index to follow."""
+
 
 def write_sources(folder: Path, sources: dict[str, tuple[str, str, str, str]]) -> Path:
     """A small knowledge base: one Markdown source per (id: title, summary, keywords, body)."""

@@ -242,7 +242,7 @@ def test_rebuild_of_a_healthy_index_drops_only_its_collection(tmp_path, fast_ser
     for kb in (one, two):
         assert run("kb", "index", env={"CAFBOT_DATA_DIR": data, "CAFBOT_KNOWLEDGE_BASE": str(kb)}).exit_code == 0
     rebuilt = run("kb", "index", "--rebuild", env={"CAFBOT_DATA_DIR": data, "CAFBOT_KNOWLEDGE_BASE": str(one)})
-    assert "Dropped the index of" in rebuilt.output and "added 5" in rebuilt.output
+    assert "Rebuilt the index of" in rebuilt.output and "added 5" in rebuilt.output
     other = run("kb", "index", env={"CAFBOT_DATA_DIR": data, "CAFBOT_KNOWLEDGE_BASE": str(two)})
     assert "unchanged 1" in other.output  # the other knowledge base's collection was kept
 

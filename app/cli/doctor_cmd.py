@@ -159,7 +159,7 @@ def check_index(settings: Settings, kb) -> Check:
         REBUILD_COMMAND,
         IndexDamaged,
         chroma_client,
-        collection_name,
+        current_generation,
         reading_index,
     )
 
@@ -170,13 +170,11 @@ def check_index(settings: Settings, kb) -> Check:
         return fail("index", f"{where}: no index yet", "`cafbot kb index` builds it")
     retrieval = settings.retrieval
     expected = {s.id: len(chunk_source(s, retrieval.chunk_words, retrieval.chunk_overlap_words)) for s in kb}
-    name = collection_name(kb.path)
     try:
         with reading_index(settings):
-            client = chroma_client(settings)
-            if name not in {getattr(c, "name", c) for c in client.list_collections()}:
+            collection = current_generation(chroma_client(settings), kb.path)
+            if collection is None:
                 return fail("index", f"{where}: no index of {kb.path}", "`cafbot kb index` builds it")
-            collection = client.get_collection(name)
             count = collection.count()
             fingerprints: dict[str, str] = {}
             for offset in range(0, count, 5000):  # in pages: SQLite limits a query's variables

@@ -159,29 +159,30 @@ def ingest(
 @friendly_errors
 def index(
     kb: KbOption = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="Drop this knowledge base's index and build it again (repairs a damaged index).")] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Build this knowledge base's index afresh and switch readers to it when complete (repairs a damaged index; running apps move over at their next turn).")] = False,
 ) -> None:
     """Build or update the retrieval index (only changed sources are re-embedded)."""
     from app.core.embeddings import Embedder
     from app.kb import load_knowledge_base
     from app.retrieval import open_identifier
-    from app.retrieval.index import IndexDamaged, drop_index
+    from app.retrieval.index import IndexDamaged, rebuild_index, remove_local_index
 
     settings = _settings(kb)
     if rebuild:
-        load_knowledge_base(settings.knowledge_base)  # a broken knowledge base: say so before dropping
-        console.print(escape(drop_index(settings, settings.knowledge_base)), highlight=False)
-    embedder = Embedder()
-    try:
-        identifier = open_identifier(settings, embedder, show_progress=True)
-    except IndexDamaged:
-        if not rebuild or settings.retrieval.chroma_url:
-            raise
-        # Dropping the collection was not enough (its files are damaged): start from an empty folder.
-        console.print(escape(drop_index(settings, settings.knowledge_base, whole_folder=True)),
-                      highlight=False)
-        identifier = open_identifier(settings, embedder, show_progress=True)
-    report = identifier.index_report
+        knowledge_base = load_knowledge_base(settings.knowledge_base)  # a broken one: say so first
+        embedder = Embedder()
+        try:
+            rebuilt = rebuild_index(knowledge_base, settings, embedder, show_progress=True)
+        except IndexDamaged:
+            if settings.retrieval.chroma_url:
+                raise  # a server's storage is the server's to repair
+            # The local index cannot even be opened (its files are damaged): start from an empty folder.
+            console.print(escape(remove_local_index(settings)), highlight=False)
+            rebuilt = rebuild_index(knowledge_base, settings, embedder, show_progress=True)
+        console.print(escape(rebuilt.summary(settings.knowledge_base)), highlight=False)
+        report = rebuilt.report
+    else:
+        report = open_identifier(settings, Embedder(), show_progress=True).index_report
     where = escape(str(settings.retrieval.chroma_url or settings.index_dir))
     console.print(f"Index for {escape(str(settings.knowledge_base))} at {where}: {report.chunks} chunks; "
                   f"added {len(report.added)}, updated {len(report.updated)}, removed {len(report.removed)}, "

@@ -84,8 +84,14 @@ class LocalServer(Record):
         return f"http://{self.host}:{self.port}/v1"
 
 
+# The port the docs run a Chroma server on (`chroma run --port 8910`), and the one an http URL
+# without a port means. Not Chroma's own default, 8000: llama.cpp's server and many development
+# servers take it too. Clear of what cafbot starts: the app (8501), the local model server (8765).
+CHROMA_PORT = 8910
+
+
 class Retrieval(Record):
-    chroma_url: str | None = None  # a Chroma server for deployments; None: embedded, on disk
+    chroma_url: str | None = None  # a Chroma server for deployments ("http://host:8910"); None: embedded, on disk
     chunk_words: int = Field(120, ge=20)
     chunk_overlap_words: int = Field(30, ge=0)
     top_k: int = Field(3, ge=1, le=10)

@@ -120,6 +120,7 @@ class AnswerNodes:
     # -- screening ---------------------------------------------------------------------------
     @timed("screen_input")
     def screen_input(self, state: ChatState, context: TurnContext) -> dict:
+        self.services.identifier.follow_index()  # a rebuilt index is read from this turn on
         turn = state.get("turn", 0) + 1
         trace = TurnTrace(turn=turn, user_message="", caf_mode=context.caf)
         after_crisis = was_crisis(state.get("screen"))

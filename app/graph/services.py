@@ -37,6 +37,8 @@ class Identifier(Protocol):
 
     def score(self, texts: list[str]) -> list[list[tuple[str, float]]]: ...
 
+    def follow_index(self) -> None: ...
+
 
 @dataclass
 class Services:

@@ -6,8 +6,6 @@ Heavy imports (torch, chromadb) happen only when an identifier or embedder is bu
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 from app.core.config import Settings
 from app.core.embeddings import Embedder
 from app.core.records import Candidate, Identification
@@ -19,19 +17,14 @@ __all__ = ["Candidate", "Identification", "SourceIdentifier", "open_identifier"]
 def open_identifier(settings: Settings, embedder: Embedder, *, show_progress: bool = False) -> SourceIdentifier:
     """Load the knowledge base, bring its index up to date (re-embedding only changed sources)
     and return an identifier for it. `identifier.index_report` says what the update did."""
-    from app.core.files import held_lock, private_dir
     from app.core.models import helper_model
     from app.kb.loader import load_knowledge_base
     from app.retrieval.examples import ExampleClassifier
-    from app.retrieval.index import ChunkIndex
+    from app.retrieval.index import ChunkIndex, index_building
     from app.retrieval.summaries import SummaryChooser
 
     kb = load_knowledge_base(settings.knowledge_base)
-    # One process builds a new local index while any other started with it waits: Chroma creating
-    # the same empty database twice at once fails ("table collections already exists").
-    building = nullcontext() if settings.retrieval.chroma_url else \
-        held_lock(private_dir(settings.data_dir / "locks") / "index.building")  # not a conversation's "<id>.lock"
-    with building:
+    with index_building(settings):  # one process builds a new local index, any other waits
         index = ChunkIndex(kb, settings, embedder=embedder)
         report = index.sync(show_progress=show_progress)
     chooser = None

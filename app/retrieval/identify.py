@@ -63,6 +63,10 @@ class SourceIdentifier:
             not is_everyday_word(w) and set(index.tokenize(w)) - learnt for w in re.findall(r"\w+", k))}
             for source in kb}
 
+    def follow_index(self) -> None:
+        """Where a turn starts: read a rebuilt index from now on, if a rebuild has switched to one."""
+        self.index.follow_pointer()
+
     def with_settings(self, settings: Settings) -> SourceIdentifier:
         """The same knowledge base and index, read with other retrieval settings (thresholds,
         strategy): cheap, because nothing is reloaded. Chunking settings are the index's own."""
