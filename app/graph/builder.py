@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -35,7 +37,10 @@ def after_identify(state: ChatState) -> Literal["enhance_prompt", "clarify"]:
     raise ValueError(f"unknown identification outcome {outcome!r}")
 
 
-def build_graph(services: Services, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+def build_graph(services: Services, checkpointer: BaseCheckpointSaver | None = None, *,
+                record_turn: Callable[[ChatState, RunnableConfig], dict] | None = None) -> CompiledStateGraph:
+    """`record_turn`: a last step that writes the finished turn to the turn log, for hosts that do
+    not write it themselves (LangGraph's server; `Chatbot` records after the graph)."""
     nodes = AnswerNodes(services)
     graph = StateGraph(ChatState, context_schema=TurnContext, input_schema=ChatInput)
     for name in ("screen_input", "identify_sources", "enhance_prompt", "generate",
@@ -50,18 +55,15 @@ def build_graph(services: Services, checkpointer: BaseCheckpointSaver | None = N
     graph.add_edge("crisis_response", "respond")
     graph.add_edge("small_talk", "respond")
     graph.add_edge("clarify", "respond")
-    graph.add_edge("respond", END)
+    if record_turn is None:
+        graph.add_edge("respond", END)
+    else:
+        graph.add_node("record_turn", record_turn)
+        graph.add_edge("respond", "record_turn")
+        graph.add_edge("record_turn", END)
     return graph.compile(checkpointer=checkpointer, name="cafbot")
 
 
 def mermaid() -> str:
     """The graph's shape as a Mermaid diagram. Drawing runs no node, so no services are built."""
     return build_graph(Services.__new__(Services)).get_graph().draw_mermaid()
-
-
-def make_graph() -> CompiledStateGraph:
-    """For `langgraph.json`: the graph on the effective configuration. LangGraph's own server
-    supplies the checkpointer."""
-    from app.core.config import Settings
-
-    return build_graph(Services.from_settings(Settings()))

@@ -15,7 +15,13 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+)
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from langgraph.runtime import Runtime
 
@@ -87,7 +93,8 @@ def timed(name: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
     def decorate(node: Callable[..., dict]) -> Callable[..., dict]:
         def run(self: AnswerNodes, state: ChatState, runtime: Runtime[TurnContext]) -> dict:
             started = time.perf_counter()
-            update = node(self, state, runtime.context or TurnContext())
+            # No context given (LangGraph's server, when a request names none): the configured mode.
+            update = node(self, state, runtime.context or TurnContext(caf=self.services.default_caf_mode))
             trace: TurnTrace = update.get("trace") or state["trace"]
             ms = (time.perf_counter() - started) * 1000
             update["trace"] = trace.model_copy(update={"nodes": [*trace.nodes, NodeRun(node=name, latency_ms=ms)]})
@@ -121,11 +128,12 @@ class AnswerNodes:
     @timed("screen_input")
     def screen_input(self, state: ChatState, context: TurnContext) -> dict:
         self.services.identifier.follow_index()  # a rebuilt index is read from this turn on
+        state, text, taken = incoming(state)
         turn = state.get("turn", 0) + 1
         trace = TurnTrace(turn=turn, user_message="", caf_mode=context.caf)
         after_crisis = was_crisis(state.get("screen"))
         result = screen_message(
-            state.get("user_input", ""), settings=self.settings, resources=self.services.resources,
+            text, settings=self.settings, resources=self.services.resources,
             screener=self.services.crisis_screener, llm_allowed=context.caf == "on",
             has_conversation=bool(state.get("messages")), previous=state.get("screen"),
             earlier=_said(state, HumanMessage), deadline=self.deadline(trace))
@@ -157,7 +165,7 @@ class AnswerNodes:
             screen.route = "small_talk"  # "is this chat private?": about us, not health records
         trace.route = screen.route
         return {"turn": turn, "screen": screen, "trace": trace, "identification": None,
-                "card": None, "card_confident": False, "draft": "", "answer": ""}
+                "card": None, "card_confident": False, "draft": "", "answer": "", **taken}
 
     # -- sources -----------------------------------------------------------------------------
     @timed("identify_sources")
@@ -797,7 +805,7 @@ class AnswerNodes:
                         "warnings": [w for w in state.get("warnings") or [] if w.expires_after_turn > turn]}
         if trace.route != "clarify":
             update["clarify_candidates"] = []
-        if added := exchange_messages(screen.text, answer):
+        if added := exchange_messages(screen.text, answer, state.get("message_id")):
             update["messages"] = added
         in_play = dict(state.get("sources_in_play") or {})
         for sid in citations_in(answer):
@@ -913,10 +921,26 @@ def draft_context(state: ChatState, services: Services) -> DraftContext:
                         history=conversation_turns(state.get("messages", [])))
 
 
-def exchange_messages(user: str, answer: str) -> list[AnyMessage]:
-    """What a turn adds to the conversation (its cleaned message and the answer delivered): an
-    empty message leaves the conversation as it was."""
-    return [HumanMessage(user), AIMessage(answer)] if user else []
+def exchange_messages(user: str, answer: str, message_id: str | None = None) -> list[AnyMessage]:
+    """What a turn adds to the conversation (its cleaned message, under the id the client gave it,
+    and the answer delivered): an empty message leaves the conversation as it was."""
+    return [HumanMessage(user, id=message_id), AIMessage(answer)] if user else []
+
+
+def incoming(state: ChatState) -> tuple[ChatState, str, dict]:
+    """This turn's message, and the state as the nodes read it, the conversation before this turn.
+
+    The message is the last of `messages` when that is the user's (LangGraph's usual input; a turn
+    always ends with the answer, so it can only be this turn's), else `user_input`. It is taken out
+    of the conversation until `respond` puts its cleaned copy back, so every node reads the
+    conversation as in-process turns give it. Returns the state without it, its text, and the
+    update that takes it out and empties `user_input`."""
+    messages = list(state.get("messages") or [])
+    if messages and isinstance(messages[-1], HumanMessage):
+        message = messages.pop()
+        return ({**state, "messages": messages}, str(message.text),
+                {"messages": [RemoveMessage(id=message.id)], "message_id": message.id, "user_input": ""})
+    return state, state.get("user_input", ""), {"message_id": None, "user_input": ""}
 
 
 def conversation_turns(messages: list[AnyMessage], last: int = 6) -> list[Turn]:

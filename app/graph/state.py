@@ -9,10 +9,14 @@ The records inside the state (`TurnTrace` and its parts) are defined in `app.cor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, TypedDict
+from typing import Annotated, get_args
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+
+# typing_extensions' TypedDict: on Python 3.11 pydantic draws the JSON schemas that LangGraph's
+# server and Studio show only from this one.
+from typing_extensions import TypedDict
 
 from app.core.records import (
     CafMode,
@@ -28,14 +32,27 @@ from app.core.records import (
 class TurnContext:
     caf: CafMode = "on"
 
+    def __post_init__(self) -> None:
+        # LangGraph's server builds this from a request's `context`: a mistyped mode is an error,
+        # not a turn answered with some other filter.
+        if self.caf not in get_args(CafMode):
+            raise ValueError(f"caf must be one of {', '.join(get_args(CafMode))}, not {self.caf!r}")
 
-class ChatInput(TypedDict):
+
+class ChatInput(TypedDict, total=False):
+    """The message, as `user_input` or as the last of `messages` (LangGraph's usual input,
+    `{"messages": [{"role": "user", "content": …}]}`, which its clients and Studio send)."""
+
     user_input: str
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 class ChatState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]  # the conversation as the user saw it
-    user_input: str
+    user_input: str  # emptied once read, so that a later turn sent as `messages` never reads it again
+    # The id a client gave this turn's message in `messages`: the cleaned copy the conversation
+    # keeps has the same id, so the client's own copy is replaced, not shown twice.
+    message_id: str | None
     turn: int
     screen: InputScreen
     identification: Identification | None
