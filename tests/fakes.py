@@ -36,6 +36,9 @@ class HashingEmbedder:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         return np.stack([_hashed(text, self.dimensions) for text in texts])
 
+    def encode_known(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts)
+
     def known_words(self) -> set[str]:
         return set()
 

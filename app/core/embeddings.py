@@ -6,6 +6,10 @@ Vectors are L2-normalised float32, so a dot product is the cosine similarity. Sh
 questions of a chat) go through an LRU cache, because the same question is often embedded twice in
 one turn (retrieval, then sentence picking).
 
+The product's own texts (source sentences, prototype phrases) are the bulk of what a process
+embeds when it starts; `encode_known` keeps their vectors in a file under the cache dir, so only
+the first process on a machine pays for them. A user's words never go there.
+
 Thread count matters more than anything else here: on a small CPU, a one-sentence batch encoded
 with two torch threads took ~500 ms (thread hand-off on a busy core) against ~15 ms with one, while
 a corpus batch runs twice as fast with two. So small batches run single-threaded, big ones on all.
@@ -13,11 +17,17 @@ a corpus batch runs twice as fast with two. So small batches run single-threaded
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
+import sqlite3
 import threading
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
@@ -25,8 +35,13 @@ _CACHE_SIZE = 8192  # the questions of a session plus a knowledge base's sentenc
 _CACHEABLE_BATCH = 16  # bigger batches are corpus indexing: caching them would evict the questions
 
 
+def default_cache_dir() -> Path:
+    """Where cafbot keeps what can be rebuilt (the settings' `cache_dir` default)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cafbot"
+
+
 class Embedder:
-    def __init__(self, model_path: str | None = None):
+    def __init__(self, model_path: str | None = None, cache_dir: Path | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -48,6 +63,12 @@ class Embedder:
         self._threads = max(1, torch.get_num_threads())
         self._lock = threading.Lock()  # one encode at a time: torch on 2 cores gains nothing from more
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        import sentence_transformers
+
+        # The vectors depend on the weights and on the code that runs them.
+        version = "|".join((model_path, sentence_transformers.__version__, torch.__version__))
+        self._known = KnownVectors((cache_dir or default_cache_dir()) / "vectors" /
+                                   f"{MODEL_NAME}-{hashlib.sha256(version.encode()).hexdigest()[:12]}.sqlite")
 
     def encode(self, texts: list[str], batch_size: int = 64, *, cache: bool | None = None) -> np.ndarray:
         """(len(texts), 384) float32, rows L2-normalised. `cache`: remember the vectors (None:
@@ -75,6 +96,24 @@ class Embedder:
                         self._remember(texts[i], vector)
         return np.stack([rows[i] for i in range(len(texts))]).astype(np.float32, copy=True)
 
+    def encode_known(self, texts: list[str]) -> np.ndarray:
+        """`encode` for the product's own texts (source sentences, cards, prototypes): vectors
+        computed by any earlier process come from the cache file. Never for a user's words, which
+        stay in memory only."""
+        stored = self._known.get(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in stored]
+        if missing:
+            vectors = self.encode(missing, cache=True)
+            stored.update(zip(missing, vectors, strict=True))
+            self._known.put(dict(zip(missing, vectors, strict=True)))
+        with self._lock:
+            for text in texts:
+                if text not in self._cache:
+                    self._remember(text, stored[text])
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.stack([stored[t] for t in texts]).astype(np.float32, copy=True)
+
     def clear_cache(self) -> None:
         """Forget cached question vectors (benchmarks use it to time cold questions)."""
         with self._lock:
@@ -96,3 +135,52 @@ class Embedder:
         self._cache[text] = vector
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
+
+
+class KnownVectors:
+    """A file of vectors by text digest, shared by every process of this user. A cache: when it
+    cannot be read or written, the vectors are computed, and it says so once in the log."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._broken = False
+        self._lock = threading.Lock()
+
+    def get(self, texts: list[str]) -> dict[str, np.ndarray]:
+        keys = {_digest(t): t for t in texts}
+        found: dict[str, np.ndarray] = {}
+        rows = self._run(lambda db: [row for chunk in _chunks(list(keys), 500) for row in db.execute(
+            f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk)]) or []
+        for key, blob in rows:
+            found[keys[key]] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put(self, vectors: dict[str, np.ndarray]) -> None:
+        rows = [(_digest(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in vectors.items()]
+        self._run(lambda db: db.executemany("INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)", rows))
+
+    def _run(self, work):
+        with self._lock:
+            if self._broken:
+                return None
+            try:
+                if self._conn is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    self._conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+                with self._conn:
+                    return work(self._conn)
+            except (OSError, sqlite3.Error) as error:
+                self._broken = True
+                log.warning("%s: cannot use the vector cache (%s); computing every vector", self.path, error)
+                return None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _chunks(items: list[str], size: int) -> list[list[str]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]

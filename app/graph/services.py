@@ -5,7 +5,7 @@ the chat model, the filter and the crisis screener."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -51,6 +51,8 @@ class Services:
     cards: CardMatcher | None = None  # vetted answer cards; built from the knowledge base if None
     condenser: RoleClient | None = None  # rewrites a follow-up as a question that stands alone
 
+    _known_texts: frozenset[str] | None = field(default=None, init=False, repr=False)
+
     def __post_init__(self) -> None:
         if self.cards is None:
             self.cards = CardMatcher(getattr(self.identifier.knowledge_base, "cards", []), self.embed)
@@ -81,17 +83,35 @@ class Services:
         return "on" if self.settings.caf.enabled else "off"
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Sentence vectors for the extractive generator; source sentences recur, so cached."""
-        return self.resources.embedder.encode(texts, cache=True)
+        """Sentence vectors for the generator and the card matcher, cached: the knowledge base's own
+        texts in the cache file every process shares, anything else (a question) in memory only."""
+        embedder = self.resources.embedder
+        known = self._source_texts()
+        ours = [i for i, t in enumerate(texts) if t in known]
+        if not ours:
+            return embedder.encode(texts, cache=True)
+        rows = np.empty((len(texts), embedder.dimensions), dtype=np.float32)
+        rows[ours] = embedder.encode_known([texts[i] for i in ours])
+        if others := [i for i in range(len(texts)) if i not in set(ours)]:
+            rows[others] = embedder.encode([texts[i] for i in others], cache=True)
+        return rows
+
+    def _source_texts(self) -> frozenset[str]:
+        """The knowledge base's own texts that get embedded: what the generator embeds for each
+        source, and the answer cards' phrasings."""
+        if self._known_texts is None:
+            from app.generation.extractive import embedded_texts
+
+            kb = self.identifier.knowledge_base
+            self._known_texts = frozenset([*(text for source in kb for text in embedded_texts(SourceText.of(source))),
+                                           *(q for card in getattr(kb, "cards", []) for q in card.questions)])
+        return self._known_texts
 
     def warm_up(self) -> None:
         """Embed every source sentence and ready the local checks, so that the first answers of a
         long-running session (the REPL, the app) are as fast as the later ones."""
-        from app.generation.extractive import embedded_texts
-
-        sources = [SourceText.of(s) for s in self.identifier.knowledge_base]
-        self.embed([text for source in sources for text in embedded_texts(source)])
-        self.resources.warm_up(sources)
+        self.resources.encode(sorted(self._source_texts()), known=True)
+        self.resources.warm_up([SourceText.of(s) for s in self.identifier.knowledge_base])
 
     def source_text(self, source_id: str) -> SourceText | None:
         source = self.identifier.knowledge_base.get(source_id)

@@ -460,7 +460,7 @@ class ChunkIndex:
                   disable=not show_progress) as bar:
             for start in range(0, len(chunks), _BATCH):
                 batch = chunks[start: start + _BATCH]
-                vectors = self.embedder.encode([c.text for c in batch])
+                vectors = self.embedder.encode_known([c.text for c in batch])
                 self.collection.add(
                     ids=[c.id for c in batch], embeddings=vectors, documents=[c.text for c in batch],
                     metadatas=[{"source_id": c.source_id, "kind": c.kind, "heading": c.heading,

@@ -66,12 +66,15 @@ class Resources:
     def embeddings(self) -> bool:
         return self._use_embeddings and not self._broken
 
-    def encode(self, texts: list[str]) -> np.ndarray | None:
+    def encode(self, texts: list[str], *, known: bool = False) -> np.ndarray | None:
         """Normalised vectors (rows), or None when embeddings are off or unavailable. Cached by
-        the embedder: source sentences recur from turn to turn."""
+        the embedder: source sentences recur from turn to turn. `known`: the product's own texts
+        (sources, phrase lists), whose vectors may be kept on disk for the next process."""
         if not self.embeddings or self.embedder is None:
             return None
         try:
+            if known:
+                return self.embedder.encode_known(list(texts))
             return self.embedder.encode(list(texts), cache=True)
         except Exception as error:  # a broken model must not break tier 0: fall back to lexical
             log.warning("local checks: embeddings unavailable, lexical layers only (%s)", error)
@@ -83,7 +86,7 @@ class Resources:
         key = tuple(texts)
         if (hit := self._prototypes.get(key)) is not None:
             return hit
-        vectors = self.encode(list(key))
+        vectors = self.encode(list(key), known=True)
         if vectors is not None:
             with self._lock:
                 self._prototypes[key] = vectors
@@ -123,7 +126,7 @@ class Resources:
         crisis_languages.find("warm-up")  # compiles the lexicon of every language
         if self.embeddings:
             self.prototypes(patterns.section("uncited")["allowed_prototypes"])
-            self.encode([u for s in sources for u in grounding.units(s.text)])
+            self.encode([u for s in sources for u in grounding.units(s.text)], known=True)
         self.screen_model.read("hello")
         self.request_kind.read("hello")
         self.role_model.predict(["This is a warm-up sentence for the role classifier."])

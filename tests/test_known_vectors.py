@@ -1,0 +1,38 @@
+"""The product's own texts are embedded once per machine: a second process reads their vectors
+from the cache file; a user's words never go there."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SOURCE_SENTENCES = ["Clozapine needs regular blood tests.", "Sleep often improves with a regular routine."]
+
+
+def test_a_second_embedder_reads_known_vectors_from_the_file_and_never_a_users_words(tmp_path, embedder):
+    from app.core.embeddings import Embedder
+
+    first = Embedder(cache_dir=tmp_path)
+    computed = first.encode_known(SOURCE_SENTENCES)
+    first.encode(["my neighbour's name is Ann and I feel low"], cache=True)
+    assert np.allclose(computed, embedder.encode(SOURCE_SENTENCES), atol=1e-5)
+    [path] = (tmp_path / "vectors").glob("*.sqlite")
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == len(SOURCE_SENTENCES)
+
+    second = Embedder(cache_dir=tmp_path)
+    second._model = None  # any attempt to compute a vector now fails: it must come from the file
+    assert np.array_equal(second.encode_known(list(reversed(SOURCE_SENTENCES))), computed[::-1])
+    assert np.array_equal(second.encode(SOURCE_SENTENCES[:1]), computed[:1])  # and is remembered in memory
+
+
+def test_an_unusable_cache_file_costs_time_not_answers(tmp_path, embedder):
+    from app.core.embeddings import Embedder
+
+    (tmp_path / "vectors").write_text("not a folder")
+    vectors = Embedder(cache_dir=tmp_path).encode_known(SOURCE_SENTENCES)
+    assert np.allclose(vectors, embedder.encode(SOURCE_SENTENCES), atol=1e-5)
