@@ -63,6 +63,9 @@ class PooledEmbedder:
     def known_words(self) -> set[str]:
         return self.real.known_words()
 
+    def encode_known(self, texts: list[str]) -> np.ndarray:
+        return self.encode(texts)
+
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         if len(texts) <= 16:
             return self.real.encode(texts)
