@@ -84,6 +84,8 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/bench_retrieval.py
 	$(BIN)/python bench/bench_graph.py
 	$(BIN)/python bench/bench_caf.py
+	$(BIN)/python bench/bench_replicas.py
+	$(BIN)/python bench/bench_server.py
 
 clean:
 	rm -rf .cafbot .pytest_cache .ruff_cache

@@ -7,6 +7,7 @@ CAFBOT_TEST_REQUIRE_POSTGRES=1 (or CAFBOT_TEST_REQUIRE_CHROMA=1)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -137,10 +138,21 @@ def test_an_older_shared_store_is_upgraded_by_cafbot_migrate_not_by_a_replica(tm
     settings = {"CAFBOT_STORE_URL": postgres.url, "CAFBOT_CHECKPOINTER__KIND": "postgres",
                 "CAFBOT_CHECKPOINTER__POSTGRES_URL": postgres.libpq_url, "CAFBOT_DATA_DIR": str(tmp_path / "data")}
     environment = {k: v for k, v in os.environ.items() if not k.startswith("CAFBOT_")}
-    result = subprocess.run([str(Path(sys.executable).with_name("cafbot")), "migrate"], capture_output=True,
-                            text=True, timeout=120, env={**environment, **settings})
+
+    def cafbot(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(Path(sys.executable).with_name("cafbot")), *args], capture_output=True,
+                              text=True, timeout=120, env={**environment, **settings}, cwd=tmp_path)
+
+    def doctor() -> dict[str, dict]:
+        return {c["name"]: c for c in json.loads(cafbot("doctor", "--json").stdout)["checks"]}
+
+    before = doctor()
+    assert before["store"]["status"] == "FAIL" and before["store"]["fix"] == "`cafbot migrate`", before["store"]
+    result = cafbot("migrate")
     assert result.returncode == 0, result.stderr
     assert "up to date" in result.stdout
+    after = doctor()
+    assert after["store"]["status"] == after["conversations"]["status"] == "ok", (after["store"], after["conversations"])
     upgraded = Database(postgres.url)
     assert upgraded.version == len(MIGRATIONS)
     upgraded.close()

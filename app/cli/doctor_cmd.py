@@ -70,9 +70,14 @@ def run_checks() -> list[Check]:
                                   + (f"from {source}" if source.is_file() else "no cafbot.toml")
                                   + "; no unknown CAFBOT_ variables")]
     checks += check_data_dir(settings)
-    checks.append(check_sqlite("conversations", settings.checkpoint_path,
-                               "postgres" if settings.checkpointer.kind == "postgres" else None))
-    checks.append(check_sqlite("store", settings.data_dir / "store.sqlite"))
+    if settings.checkpointer.kind == "postgres" and settings.checkpointer.postgres_url:
+        checks.append(check_postgres_conversations(settings.checkpointer.postgres_url))
+    else:
+        checks.append(check_sqlite("conversations", settings.checkpoint_path))
+    if settings.store_url and not settings.store_url.startswith("sqlite"):
+        checks.append(check_postgres_store(settings.store_url))
+    else:
+        checks.append(check_sqlite("store", settings.data_dir / "store.sqlite"))
     kb, kb_check = check_knowledge_base(settings)
     checks.append(check_index(settings, kb))
     checks.append(kb_check)
@@ -109,9 +114,7 @@ def check_data_dir(settings: Settings) -> list[Check]:
 
 
 # -- the SQLite stores ---------------------------------------------------------------------------
-def check_sqlite(name: str, path: Path, other_kind: str | None = None) -> Check:
-    if other_kind:
-        return skip(name, f"{other_kind} (checked only when used)")
+def check_sqlite(name: str, path: Path) -> Check:
     if not path.exists():
         return ok(name, f"{path} not created yet (the first conversation creates it)")
     try:
@@ -128,6 +131,46 @@ def check_sqlite(name: str, path: Path, other_kind: str | None = None) -> Check:
     return fail(name, f"{path}: {problem}",
                 f"move it aside (mv {path} {path}.broken); a new, empty one is created on the next "
                 "run (what the old one held is not in it)")
+
+
+# -- the shared stores on Postgres (read only: nothing is created or upgraded) ------------------
+def check_postgres_conversations(url: str) -> Check:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    return _postgres_schema("conversations", url, "SELECT max(v) FROM checkpoint_migrations",
+                            "checkpoint_migrations", len(PostgresSaver.MIGRATIONS) - 1)
+
+
+def check_postgres_store(url: str) -> Check:
+    from app.store.database import MIGRATIONS
+
+    return _postgres_schema("store", url, "SELECT max(version) FROM schema_version", "schema_version",
+                            len(MIGRATIONS))
+
+
+def _postgres_schema(name: str, url: str, query: str, table: str, needed: int) -> Check:
+    from sqlalchemy import create_engine, make_url, text
+    from sqlalchemy.exc import SQLAlchemyError
+
+    sqlalchemy_url = url.replace("postgresql://", "postgresql+psycopg://", 1)
+    where = make_url(sqlalchemy_url).render_as_string(hide_password=True)
+    engine = create_engine(sqlalchemy_url, connect_args={"connect_timeout": 5})
+    try:
+        with engine.connect() as db:
+            exists = db.execute(text("SELECT to_regclass(:t) IS NOT NULL"), {"t": table}).scalar()
+            version = db.execute(text(query)).scalar() if exists else None
+    except SQLAlchemyError as error:
+        reason = (str(getattr(error, "orig", error)).strip().splitlines() or ["unreachable"])[0][:200]
+        return fail(name, f"{where}: cannot connect ({reason})", "check that the server is running and the URL")
+    finally:
+        engine.dispose()
+    if version is None:
+        return ok(name, f"{where}: reachable, no tables yet (the first replica or `cafbot migrate` creates them)")
+    if version < needed:
+        return fail(name, f"{where}: schema version {version}, this cafbot needs {needed}", "`cafbot migrate`")
+    if version > needed:
+        return fail(name, f"{where}: schema version {version}, newer than this cafbot's ({needed})", "upgrade cafbot")
+    return ok(name, f"{where}: reachable, schema version {version}")
 
 
 # -- the knowledge base and its index ------------------------------------------------------------
