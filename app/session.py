@@ -235,11 +235,8 @@ class Chatbot:
         if known is None:
             self.turn_log.start_conversation(thread_id, caf_mode=mode)
         recorded = known.turns if known else 0  # counted in SQL, no trace parsed
-        if recorded and thread_id not in self._state_seen and not self.state(thread_id):
-            raise StoreError(
-                f"{checkpoint_location(self.settings)}: conversation {thread_id} has {recorded} recorded "
-                "turns but no saved state; the conversation store was emptied or replaced. Restore it "
-                "from a backup, or start a new conversation.")
+        if recorded and thread_id not in self._state_seen:
+            self._check_stores_agree(thread_id, recorded)
         # One checkpoint per turn, written when the turn ends and only once the turn log has taken
         # the turn: a turn that fails midway, or loses a race with another replica, leaves the
         # conversation exactly as it was in both stores.
@@ -263,6 +260,18 @@ class Chatbot:
         if trace.route == "crisis":
             log.warning("crisis route taken in thread %s (turn %d)", thread_id, trace.turn)
         return trace
+
+    def _check_stores_agree(self, thread_id: str, recorded: int) -> None:
+        """Once per conversation and process: the saved state holds as many turns as the turn log,
+        or the next answer would be read against another history than the one people see."""
+        saved = int(self.state(thread_id).get("turn", 0))
+        where = f"{checkpoint_location(self.settings)}: conversation {thread_id} has {recorded} recorded turns"
+        if not saved:
+            raise StoreError(f"{where} but no saved state; the conversation store was emptied or replaced. "
+                             "Restore it from a backup, or start a new conversation.")
+        if saved != recorded:
+            raise StoreError(f"{where} but its saved state holds {saved}; the two stores were restored from "
+                             "different moments. Restore them together, or start a new conversation.")
 
     def _forget_turn(self, thread_id: str, turn: int) -> None:
         try:

@@ -11,6 +11,7 @@ import pytest
 from app.core.models import RoleClient
 from app.core.models.scripted import ScriptedChatModel
 from app.session import UnknownThread
+from app.store import StoreError
 
 QUESTION = "Why does clozapine need regular blood tests?"
 UNSAFE = "You can stop clozapine now and take half your usual dose instead [S11]."
@@ -189,6 +190,18 @@ def test_a_conversation_whose_saved_state_was_lost_is_an_error_not_a_fresh_start
     with pytest.raises(StoreError, match="no saved state"):
         restarted.ask(thread, QUESTION)
     assert [t.turn for t in restarted.turn_log.turns(thread)] == [1]
+
+
+def test_a_conversation_whose_stores_hold_different_turns_is_an_error(fast_bot, tmp_path):
+    """A turn log restored from a later backup than the conversation store: the next answer would
+    be read against a history nobody sees, so it is refused, naming both counts."""
+    bot = fast_bot(data_dir=tmp_path / "shared")
+    thread = bot.new_thread()
+    first = bot.ask(thread, QUESTION)
+    bot.turn_log.record(first.model_copy(update={"turn": 2}))  # a turn the saved state does not hold
+    restarted = fast_bot(data_dir=tmp_path / "shared")
+    with pytest.raises(StoreError, match="has 2 recorded turns but its saved state holds 1"):
+        restarted.ask(thread, QUESTION)
 
 
 def test_the_english_only_notice_always_carries_the_crisis_contacts(fast_bot):
