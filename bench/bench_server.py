@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from app.core.stats import percentile
 from app.graph.services import Services
 from app.retrieval import open_identifier
 from app.session import Chatbot
+from tests.servers import free_port
 
 # A conversation with follow-ups, so that both sides read each message with the ones before it.
 MESSAGES = [
@@ -75,12 +75,6 @@ def langgraph_command() -> Path | None:
     except ImportError:
         return None
     return command if command.exists() else None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextmanager

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,22 +15,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from tests.servers import free_port, required, stop, unavailable
 
-REQUIRED = os.environ.get("CAFBOT_TEST_REQUIRE_CHROMA") == "1"
+REQUIRE = "CAFBOT_TEST_REQUIRE_CHROMA"
+REQUIRED = required(REQUIRE)
 STARTUP_S = 60
 
 
 def _unavailable(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"CAFBOT_TEST_REQUIRE_CHROMA=1 but {reason}")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    unavailable(REQUIRE, reason)
 
 
 def _beats(url: str) -> bool:
@@ -49,7 +41,7 @@ def chroma_server() -> Iterator[str]:
     if chroma is None:
         _unavailable(f"no chroma command beside {sys.executable} (is chromadb installed?)")
     folder = Path(tempfile.mkdtemp(prefix="cafbot-chroma-"))
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with open(folder / "log", "wb") as log:
         server = subprocess.Popen([chroma, "run", "--path", str(folder / "data"), "--host", "127.0.0.1",
@@ -65,10 +57,5 @@ def chroma_server() -> Iterator[str]:
             time.sleep(0.1)
         yield url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
         shutil.rmtree(folder, ignore_errors=True)

@@ -6,28 +6,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from tests.servers import free_port, required, unavailable
 
-REQUIRED = os.environ.get("CAFBOT_TEST_REQUIRE_POSTGRES") == "1"
+REQUIRE = "CAFBOT_TEST_REQUIRE_POSTGRES"
+REQUIRED = required(REQUIRE)
 
 
 def _unavailable(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"CAFBOT_TEST_REQUIRE_POSTGRES=1 but {reason}")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    unavailable(REQUIRE, reason)
 
 
 class PostgresServer:
@@ -71,7 +63,7 @@ def postgres_cluster() -> Iterator[PostgresServer]:
     folder = Path(tempfile.mkdtemp(prefix="cafbot-pg-"))
     if as_user:
         shutil.chown(folder, "postgres")
-    data, port = folder / "data", _free_port()
+    data, port = folder / "data", free_port()
 
     def run(*command: str) -> None:
         subprocess.run([*as_user, *command], check=True, capture_output=True, timeout=120)

@@ -17,6 +17,7 @@ from app.core.access import hash_code
 from app.core.config import Settings
 from app.core.models.health import wait_until_ok
 from app.session import Conversations
+from tests.servers import stop
 
 pytestmark = pytest.mark.slow
 
@@ -56,11 +57,7 @@ def server(tmp_path_factory):
         _wait_healthy(url, process, data_dir / "ui.log")
         yield url, data_dir
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process, timeout_s=20)
         log.close()
 
 

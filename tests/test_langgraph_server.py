@@ -7,7 +7,6 @@ CAFBOT_TEST_REQUIRE_LANGGRAPH=1 (CI)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,17 +26,16 @@ from bench.bench_server import (
     new_thread,
     table,
 )
+from tests.servers import unavailable
 
 pytestmark = pytest.mark.slow
 
-REQUIRED = os.environ.get("CAFBOT_TEST_REQUIRE_LANGGRAPH") == "1"
+REQUIRE = "CAFBOT_TEST_REQUIRE_LANGGRAPH"
 WAIT_S = 600  # the first run in the module waits for the server to build its services
 
 
 def _unavailable(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"CAFBOT_TEST_REQUIRE_LANGGRAPH=1 but {reason}")
-    pytest.skip(reason)
+    unavailable(REQUIRE, reason)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from app.core.models.local_server import (
     run_server,
     serve_if_needed,
 )
+from tests.servers import free_port
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 REPO = Path(__file__).resolve().parent.parent
@@ -64,12 +65,6 @@ PARENT = textwrap.dedent("""
         while True:
             time.sleep(0.1)
 """)
-
-
-def free_port() -> int:
-    with closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(condition, timeout: float = 10.0) -> bool:
