@@ -173,6 +173,11 @@ def test_kb_check_names_a_suggested_question_that_does_not_find_its_own_source(t
     assert result.exit_code == 0, result.output
     warned = [line for line in result.output.splitlines() if line.startswith("question ")]
     assert len(warned) == 1 and "S11: 'Does schizophrenia mean a split personality?' finds" in warned[0]
+    # No cards and no example messages: kb check says so, kind by kind.
+    output = " ".join(result.output.split())
+    assert "No example messages (examples/): retrieval alone finds every source" in output
+    assert "kinds of request have no answer card" in output and "missed_dose" in output
+    assert "dose │ none" in output
 
 
 @pytest.mark.slow

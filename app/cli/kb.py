@@ -50,14 +50,35 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
     if report_quarantined(kb) | report_unvetted_cards(kb, settings, embedder):
         raise typer.Exit(1)
     report_unfound_questions(settings.model_copy(update={"knowledge_base": kb.path}), embedder)
+    report_request_kinds(kb, embedder)
     with_examples = {e.source for e in kb.examples}
     without = [s.id for s in kb if s.id not in with_examples]
-    if kb.examples and without:
+    if not kb.examples:
+        console.print("[yellow]No example messages[/] (examples/): retrieval alone finds every source")
+    elif without:
         console.print(f"[yellow]{len(without)} sources have no example messages[/] (examples/): "
                       f"{escape(', '.join(without))}; retrieval alone finds them")
     examples = sum(len(e.messages) for e in kb.examples)
     console.print(f"[green]OK[/]: {len(kb)} sources, {words:,} words, {len(kb.cards)} answer cards, "
                   f"{examples:,} example messages.")
+
+
+def report_request_kinds(kb, embedder: Embedder) -> None:
+    """Per kind of request about one's own case the input screen reads, the boundary cards that
+    answer it; a kind without one gets the generic boundary reply."""
+    from judges.local import Resources
+
+    kinds = Resources(embedder).request_kind.kinds
+    answering = {kind: [c.id for c in kb.cards if kind in c.requests] for kind in kinds}
+    table = Table(title="Requests about one's own case, and the cards that answer them", title_justify="left")
+    table.add_column("kind of request")
+    table.add_column("answer cards")
+    for kind, cards in answering.items():
+        table.add_row(escape(kind), escape(", ".join(cards)) if cards else "[yellow]none[/]")
+    console.print(table)
+    if missing := [kind for kind, cards in answering.items() if not cards]:
+        console.print(f"[yellow]{len(missing)} kinds of request have no answer card[/] ({escape(', '.join(missing))}): "
+                      "they get the generic boundary reply (what the bot cannot do, and who to ask)")
 
 
 def report_unvetted_cards(kb, settings: Settings, embedder: Embedder) -> bool:

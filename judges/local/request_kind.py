@@ -120,6 +120,11 @@ class RequestKindModel:
                                       folder=folder)
         return cls(res, bundle, card)
 
+    @property
+    def kinds(self) -> list[str]:
+        """Every kind of request it tells apart."""
+        return sorted(str(kind) for kind in self.bundle["lexical"]["classifier"].classes_)
+
     def read(self, normalised: str) -> list[str]:
         """The likeliest kind of an English request, and any kind nearly as likely (`CLOSE_KIND`);
         the text normalised as `crisis.normalise` does with the idiom mark (the embedder caches the
