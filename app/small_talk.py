@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import re
 
+from app.core.profile import Profile
 from app.prompts import reply
 
 # Checked in this order: "thanks, bye" is a goodbye; "hi, what can you do?" asks what we do;
@@ -65,12 +66,12 @@ EXAMPLES_FROM = 12  # the sources a first visit hears about: the knowledge base'
 
 
 def small_talk_reply(text: str, headline_questions: list[str], asked: set[str], *, seed: int = 0,
-                     learned: str = "", models_used: bool = False) -> str:
+                     learned: str = "", models_used: bool = False, profile: Profile | None = None) -> str:
     """The reply for this kind of small talk, with up to three example questions not yet asked:
     each source's headline question (the first of its `questions:`), in the knowledge base's
     order, picked from the first few still unasked, so a newcomer hears about the core topics."""
     kind = kind_of(text, learned)
     fresh = [q for q in headline_questions if q.lower() not in asked][:EXAMPLES_FROM]
     examples = random.Random(seed).sample(fresh, k=min(3, len(fresh)))
-    return reply(f"small_talk_{kind}", examples="\n".join(f"- {q}" for q in examples),
+    return reply(f"small_talk_{kind}", profile, examples="\n".join(f"- {q}" for q in examples),
                  model_line=" " + reply("privacy_models_used") if models_used else "")

@@ -23,7 +23,8 @@ def criticism(judgements: list[Judgement]) -> str:
 def refine(client: RoleClient, ctx: DraftContext, judgements: list[Judgement],
            deadline: Deadline | None = None) -> tuple[str, ModelCall]:
     """Raises ModelError when the refiner fails; the filter then falls back."""
-    system = _template("refiner.md").format(rules=load_rules().as_prompt())
+    system = _template("refiner.md").format(
+        rules=load_rules().as_prompt(example_id=ctx.sources[0].id if ctx.sources else "S1"))
     request = f"{judged_material(ctx)}\n\nThe reviewers' criticism:\n{criticism(judgements)}"
     return call_text(client, [SystemMessage(system), HumanMessage(request)], purpose="refine",
                      deadline=deadline)

@@ -9,6 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from app.core.errors import ConfigError
+from app.core.profile import Profile
 from app.core.records import Record
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
@@ -31,10 +32,19 @@ class RuleBook(Record):
                 return rule
         raise KeyError(f"no rule {rule_id!r} in {RULES_FILE.name}; known: {[r.id for r in self.rules]}")
 
-    def as_prompt(self) -> str:
+    def worded(self, profile: Profile | None = None, example_id: str = "S1") -> RuleBook:
+        """The rules with their placeholders filled: the deployment's `profile` (generic if None),
+        a citation shown with `example_id`."""
+        wording = {**(profile or Profile()).wording(), "example_id": example_id}
+        return self.model_copy(update={
+            "role": self.role.format(**wording),
+            "rules": [r.model_copy(update={"text": r.text.format(**wording)}) for r in self.rules]})
+
+    def as_prompt(self, profile: Profile | None = None, example_id: str = "S1") -> str:
         """The rules as the chatbot reads them (without the judges' severity policies)."""
-        lines = [self.role.strip(), "", "Rules:"]
-        lines += [f"{n}. {rule.title}. {rule.text.strip()}" for n, rule in enumerate(self.rules, 1)]
+        book = self.worded(profile, example_id)
+        lines = [book.role.strip(), "", "Rules:"]
+        lines += [f"{n}. {rule.title}. {rule.text.strip()}" for n, rule in enumerate(book.rules, 1)]
         return "\n".join(lines)
 
 

@@ -98,7 +98,7 @@ def test_after_a_crisis_a_request_of_its_own_is_answered_with_the_contacts_and_a
     other = bot.new_thread()
     assert bot.ask(other, "i want to end my life tonight").route == "crisis"
     brush_off = bot.ask(other, "forget i said anything")
-    assert brush_off.route == "crisis" and brush_off.answer == reply("crisis_continued", contacts=contacts)
+    assert brush_off.route == "crisis" and brush_off.answer == reply("crisis_continued", bot.services.profile, contacts=contacts)
 
 
 def test_every_language_the_screen_reads_has_its_crisis_reply():

@@ -11,7 +11,7 @@ from app.core.models import RoleClient
 from app.core.models.scripted import ScriptedChatModel
 from app.core.text import citations_in, split_sentences, strip_citations
 from app.graph.services import Services
-from app.prompts import contact_lines, reply
+from app.prompts import contact_lines, crisis_reply, reply
 from app.session import Chatbot
 from judges.local.crisis import assess, detect_crisis
 
@@ -604,18 +604,21 @@ def test_a_question_on_an_identical_twin_s_risk_hears_the_twin_s_figure_not_only
 
 def test_a_medical_emergency_gets_the_crisis_reply_for_the_body_not_for_feelings(make_bot):
     bot = make_bot()
-    contacts = contact_lines(bot.settings.crisis_contacts)
+    contacts, profile = bot.settings.crisis_contacts, bot.services.profile
     thread = bot.new_thread()
-    medical = bot.ask(thread, "my mum has gone grey, she is clutching her chest and cant speak properly")
-    assert medical.route == "crisis" and medical.answer == reply("crisis_medical", contacts=contacts)
+    said = "my mum has gone grey, she is clutching her chest and cant speak properly"
+    medical = bot.ask(thread, said)
+    assert medical.route == "crisis"
+    assert medical.answer == crisis_reply(contacts, situation="medical", profile=profile, message=said)
     # The turn after stays on the crisis route, still about the body.
     after = bot.ask(thread, "thnks")
-    assert after.route == "crisis" and after.answer == reply("crisis_medical_continued", contacts=contacts)
+    assert after.route == "crisis"
+    assert after.answer == crisis_reply(contacts, situation="medical", continued=True, profile=profile)
     feelings_thread = bot.new_thread()
     feelings = bot.ask(feelings_thread, "i want to end it all tonight")
     assert feelings.route == "crisis" and "medical emergency" not in feelings.answer
-    assert feelings.answer == reply("crisis", contacts=contacts)
-    assert bot.ask(feelings_thread, "thnks").answer == reply("crisis_continued", contacts=contacts)
+    assert feelings.answer == crisis_reply(contacts, profile=profile)
+    assert bot.ask(feelings_thread, "thnks").answer == crisis_reply(contacts, continued=True, profile=profile)
 
 
 @pytest.mark.parametrize(("message", "instruction"), [
@@ -682,7 +685,7 @@ def test_someone_with_a_person_in_danger_gets_the_crisis_reply_for_the_one_helpi
     assert first.route == "crisis" and first.answer == reply("crisis_someone_else", contacts=contacts)
     assert "how you are feeling" not in first.answer and "stay with them" in first.answer
     after = bot.ask(thread, "ok the police are on their way")
-    assert after.route == "crisis" and after.answer == reply("crisis_someone_else_continued", contacts=contacts)
+    assert after.route == "crisis" and after.answer == reply("crisis_someone_else_continued", bot.services.profile, contacts=contacts)
     # That message was a crisis too, so the next one still stays on the crisis route.
     assert bot.ask(thread, "thanks").route == "crisis"
 
@@ -709,7 +712,7 @@ def test_someone_threatened_by_another_person_is_told_to_get_to_a_safe_place(mak
     assert first.route == "crisis" and first.answer == reply("crisis_harm", contacts=contacts)
     assert "safe place" in first.answer and "how you are feeling" not in first.answer
     after = bot.ask(thread, "ok")
-    assert after.route == "crisis" and after.answer == reply("crisis_harm_continued", contacts=contacts)
+    assert after.route == "crisis" and after.answer == reply("crisis_harm_continued", bot.services.profile, contacts=contacts)
 
 
 @pytest.mark.parametrize("situation", [

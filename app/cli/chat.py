@@ -86,8 +86,9 @@ def chat(
             bot.services.warm_up()
         thread_id = thread or bot.new_thread(label="cli-chat")
         last: TurnTrace | None = None
-        console.print(f"[bold]cafbot[/] — information about schizophrenia from a checked knowledge base. "
-                      f"Not a substitute for your care team.\n[dim]{HELP}  (thread {escape(thread_id)})[/]")
+        about = bot.services.profile
+        console.print(f"[bold]{escape(about.service)}[/] — information about {escape(about.topic)} from a checked "
+                      f"knowledge base. Not a substitute for your care team.\n[dim]{HELP}  (thread {escape(thread_id)})[/]")
         if thread and (history := bot.messages(thread_id)):
             console.print(f"[dim]Resumed: {len(history) // 2} earlier turns.[/]")
         while True:

@@ -75,7 +75,7 @@ def run(
         folder = out or bot.settings.data_dir / "drift" / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
 
         def engine_for(spec):
-            return LLMFacilitator(spec, client) if client else TemplateFacilitator(spec, seed)
+            return LLMFacilitator(spec, client, bot.services.profile.topic) if client else TemplateFacilitator(spec, seed)
 
         planned = len(chosen) * samples * len(plan.conditions) * turns
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

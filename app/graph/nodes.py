@@ -149,7 +149,7 @@ class AnswerNodes:
         trace.model_calls += result.model_calls
         trace.errors += result.errors
         if screen.route == "notice":
-            screen.reply = screen.reply or (reply("empty_message") if not screen.text else reply(
+            screen.reply = screen.reply or (reply("empty_message", self.services.profile) if not screen.text else reply(
                 "not_english", topics=topics_list(self.services.topic_titles()),
                 contacts=contact_lines(self.settings.crisis_contacts)))
         if screen.route == "crisis" and not after_crisis \
@@ -527,7 +527,7 @@ class AnswerNodes:
                 dropped.append(sid)
         warnings = [w for w in state.get("warnings") or [] if w.active_at(turn)]
         system = chat_system_prompt([(d.id, d.title, d.text) for d in included],
-                                    [(w.rule, w.message) for w in warnings])
+                                    [(w.rule, w.message) for w in warnings], self.services.profile)
         recent = state.get("messages", [])[-2 * prompting.history_turns:] if prompting.history_turns else []
         history = trim_messages(recent, max_tokens=prompting.history_token_budget, strategy="last",
                                 token_counter=count_tokens_approximately, start_on="human")
@@ -728,7 +728,8 @@ class AnswerNodes:
                      else "harm" if screen.crisis_kind == "harm_to_others" else "")
         continued = screen.crisis_layer == "conversation" or screen.crisis_goes_on
         return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued, situation=situation,
-                                       language=screen.language), "trace": trace}
+                                       language=screen.language, profile=self.services.profile,
+                                       message=screen.text), "trace": trace}
 
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:
@@ -742,7 +743,7 @@ class AnswerNodes:
         # Its kind read by its words as the screen read them ("thnks" is "thanks").
         said = self.services.identifier.correct_english(screen.text)
         answer = small_talk_reply(said, questions, asked, seed=state["turn"], learned=screen.small_talk_kind,
-                                  models_used=models_used)
+                                  models_used=models_used, profile=self.services.profile)
         return {"answer": answer, "trace": trace}
 
     @timed("clarify")
@@ -770,7 +771,8 @@ class AnswerNodes:
         screen = state["screen"]
         if not screen.urgent and not answer_types.asks_anything(screen.text):
             examples = self._questions_near(screen.text, _asked(state))
-            return reply("statement_not_covered", examples="\n".join(f"- {q}" for q in examples))
+            return reply("statement_not_covered", self.services.profile,
+                         examples="\n".join(f"- {q}" for q in examples))
         listed = reply("no_match", topics=topics_list(self.services.topic_titles()))
         if any(listed in said for said in _said(state, AIMessage)):
             return reply("no_match_again")

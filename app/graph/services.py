@@ -12,6 +12,7 @@ import numpy as np
 
 from app.core.config import Settings
 from app.core.models import RoleClient, helper_model, model_for
+from app.core.profile import Profile, load_profile
 from app.core.records import CafMode, Identification, SourceText
 from app.kb.loader import KnowledgeBase
 from app.retrieval.cards import CardMatcher
@@ -77,6 +78,11 @@ class Services:
         caf = overrides.pop("caf", None) or CriticalAnalysisFilter.from_settings(settings, resources)
         return cls(settings=settings, identifier=identifier, resources=resources, caf=caf, chat=chat,
                    **overrides)
+
+    @property
+    def profile(self) -> Profile:
+        """What the deployment says about itself (profile.yaml beside the knowledge base served)."""
+        return load_profile(self.identifier.knowledge_base.path)
 
     @property
     def default_caf_mode(self) -> CafMode:

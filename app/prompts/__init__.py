@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError
 
 from app.core.config import DEFAULT_CRISIS_CONTACTS, CrisisContact
 from app.core.errors import ConfigError
+from app.core.profile import Profile
 from app.core.records import Record
 from judges.rules import load_rules
 
@@ -28,13 +29,15 @@ def template(name: str) -> str:
     return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
 
 
-def reply(name: str, **values: str) -> str:
-    return replies()[name].format(**values).strip()
+def reply(name: str, profile: Profile | None = None, **values: str) -> str:
+    """A fixed reply, worded for the deployment's `profile` (the generic wording if None)."""
+    return replies()[name].format(**(profile or Profile()).wording(), **values).strip()
 
 
-def chat_system_prompt(sources: list[tuple[str, str, str]], warnings: list[tuple[str, str]]) -> str:
-    """The chatbot's system prompt: the shared rules, the chosen sources (id, title, text) and
-    pending judge warnings (rule, message)."""
+def chat_system_prompt(sources: list[tuple[str, str, str]], warnings: list[tuple[str, str]],
+                       profile: Profile | None = None) -> str:
+    """The chatbot's system prompt: the shared rules worded for the deployment's `profile`, the
+    chosen sources (id, title, text) and pending judge warnings (rule, message)."""
     blocks = [f"[{sid}] {title}\n{text.strip()}" for sid, title, text in sources]
     warning_block = ""
     if warnings:
@@ -43,8 +46,8 @@ def chat_system_prompt(sources: list[tuple[str, str, str]], warnings: list[tuple
             "A reviewer flagged problems in your recent answers. Do not repeat them:\n" + lines + "\n"
         )
     return template("chat_system").format(
-        rules=load_rules().as_prompt(),
-        example_id=sources[0][0] if sources else "S01",
+        rules=load_rules().as_prompt(profile, example_id := sources[0][0] if sources else "S1"),
+        example_id=example_id,
         warnings=warning_block,
         sources="\n\n".join(blocks) if blocks else "(none)",
     ).strip()
@@ -81,14 +84,16 @@ def crisis_translations() -> dict[str, CrisisTranslation]:
 
 def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False,
                  situation: Literal["", "medical", "overdose", "someone_else", "harm"] = "",
-                 language: str = "") -> str:
+                 language: str = "", profile: Profile | None = None, message: str = "") -> str:
     """The crisis reply; `continued`: the turn after one, whatever it says; `situation`: someone's
     body is in danger (a collapse, a reaction to a medicine), an overdose has been taken (a doctor
     now, even if it feels all right), the writer is with someone else in
     danger (a daughter locked in the bathroom), or someone may harm another person (the writer
-    threatened, or afraid of what they might do), rather than the writer in danger themselves."""
+    threatened, or afraid of what they might do), rather than the writer in danger themselves.
+    `message`: what the person wrote, for the warning signs of the medicines it names."""
     name = f"crisis_{situation}" if situation else "crisis"
-    english = reply(f"{name}_continued" if continued else name, contacts=contact_lines(contacts))
+    english = reply(f"{name}_continued" if continued else name, profile, contacts=contact_lines(contacts),
+                    warning_signs=(profile or Profile()).warning_signs(message))
     if (translated := crisis_translations().get(language)) is None:
         return english
     # The writer's language first, with the contacts (the defaults in that language, a deployment's

@@ -30,7 +30,7 @@ STEPS = {  # a step that has just finished -> what the person is told while the 
     "critical_analysis": "Almost done…",
 }
 FIRST_VISIT = (
-    "**Hello.** I share general information about schizophrenia for patients, families and friends, "
+    "**Hello.** I share general information about {topic} for {audience}, "
     "from a checked set of sources, and I show you where each answer comes from.\n\n"
     "I am not a doctor: I can't diagnose, advise on your own treatment or doses, or offer therapy. "
     "Your care team can. I can't help in an emergency: if you or someone else is in danger, use "
@@ -43,16 +43,17 @@ def render() -> None:
     thread = _current_thread(bot)
     _sidebar(bot, thread)
     turns = bot.conversations.turns(thread) if thread else []
-    st.title("Questions about schizophrenia")
+    profile = bot.services.profile
+    st.title(profile.title)
     if not turns:
-        st.info(FIRST_VISIT, icon=":material/info:")
+        st.info(FIRST_VISIT.format(**profile.wording()), icon=":material/info:")
         _starters(bot)
     feedback = bot.turn_log.feedback(thread) if thread else {}
     plan = suggestions_per_turn(turns, lambda sid: _questions(bot, sid))
     for trace, suggestions in zip(turns, plan, strict=True):
         last = trace is turns[-1]
         _show_turn(bot, trace, suggestions if last else [], last, feedback.get(trace.turn))
-    typed = st.chat_input("Ask a question about schizophrenia…", max_chars=bot.settings.input.max_chars)
+    typed = st.chat_input(profile.input_hint, max_chars=bot.settings.input.max_chars)
     question = typed or st.session_state.pop(PENDING, None)
     if question:
         _ask(bot, thread, question)

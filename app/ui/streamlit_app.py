@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.core.config import Settings
+from app.core.profile import load_profile
 from app.ui import chat, results_page, score_page, settings_page, staff
 
-st.set_page_config(page_title="cafbot: questions about schizophrenia", page_icon=":material/chat:",
+_profile = load_profile(Settings().knowledge_base)  # the page's title, before the chatbot loads
+st.set_page_config(page_title=f"{_profile.service}: {_profile.title}", page_icon=":material/chat:",
                    layout="centered", initial_sidebar_state="auto")
 
 pages = [st.Page(chat.render, title="Chat", icon=":material/chat:", url_path="chat", default=True)]

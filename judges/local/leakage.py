@@ -32,7 +32,7 @@ def _ngrams(text: str, n: int = 4) -> set[tuple[str, ...]]:
 @cache
 def _rules() -> tuple[set[tuple[str, ...]], list[str], list[str]]:
     """The rules' 4-grams, and one phrase per rule sentence with the rule id it belongs to."""
-    book = load_rules()
+    book = load_rules().worded()
     phrases, ids = [book.role], ["role"]
     for rule in book.rules:
         for sentence in [rule.title, *split_sentences(rule.text)]:
