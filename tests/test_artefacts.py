@@ -195,6 +195,11 @@ def test_a_clone_of_the_same_code_and_data_copies_the_build_from_the_cache(shipp
 
     (shipped_copy / f"{context_model.NAME}.joblib").unlink()
     assert restore(shipped_copy) and (shipped_copy / f"{context_model.NAME}.joblib").read_bytes() == built
+    fresh = tmp_path / "fresh-clone" / "artefacts"  # a clone holds no artefacts folder yet
+    artefact_cache.keep(role_model.NAME, shipped_copy, cache=cache)
+    role = artefacts.ModelCard.model_validate_json((shipped_copy / f"{role_model.NAME}.card.json").read_text())
+    assert artefact_cache.restore(role_model.NAME, feature_version=role.feature_version, data_hash=role.data_hash,
+                                  folder=fresh, cache=cache) and (fresh / f"{role_model.NAME}.joblib").is_file()
     assert not artefact_cache.restore(context_model.NAME, feature_version=card.feature_version + 1,
                                       data_hash=card.data_hash, folder=shipped_copy, reads=reads, cache=cache)
     screen_card = shipped_copy / f"{screen_model.NAME}.card.json"

@@ -41,6 +41,7 @@ def restore(name: str, *, feature_version: int, data_hash: str | None, folder: P
             continue
         if inputs != _inputs(folder, reads, files=inputs.get("files", {})):
             continue
+        folder.mkdir(parents=True, exist_ok=True)  # a fresh clone has no artefacts folder yet
         for suffix in (".joblib", ".card.json"):
             shutil.copyfile(entry / f"{name}{suffix}", folder / f"{name}{suffix}")
         os.utime(entry)
