@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from app.core.config import DEFAULT_KNOWLEDGE_BASE
 from app.core.errors import KnowledgeBaseError
+from app.core.profile import load_profile
 from app.kb import load_knowledge_base
 from app.kb.cards import safety_facts
 from judges.local.screen_model import training_files
+
+CONDITION_WORDS = load_profile(DEFAULT_KNOWLEDGE_BASE).condition_words
 
 ROOT = Path(__file__).resolve().parents[1]
 CARD = """---
@@ -188,7 +192,7 @@ def test_the_card_for_the_kind_of_request_wins_over_a_longer_phrasing_it_only_pa
     from app.core.config import Retrieval
     from app.retrieval.cards import CardMatcher
 
-    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
     settings = Retrieval()
     bare = matcher.match("should i stop my meds?", settings, own_case=True, requests=["stop_or_reduce"])
     assert bare is not None and "stop_or_reduce" in bare.card.requests, bare
@@ -207,7 +211,7 @@ def test_a_request_about_no_medicine_gets_the_card_on_its_topic_not_its_kind(emb
     from app.core.config import Retrieval
     from app.retrieval.cards import CardMatcher
 
-    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
     settings = Retrieval()
     cannabis = {s.id for s in knowledge_base if "cannabis" in [k.lower() for k in s.keywords]}
     weed = matcher.match("should we stop him smoking weed?", settings, own_case=True, requests=["stop_or_reduce"],
@@ -232,7 +236,7 @@ def test_sources_that_vouch_choose_among_the_cards_for_a_kind(embedder, knowledg
     from app.core.config import Retrieval
     from app.retrieval.cards import CardMatcher
 
-    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
     settings = Retrieval()
     serving = [card for card in knowledge_base.cards if kind in card.requests]
     assert len(serving) >= 2 and len({frozenset(card.sources) for card in serving}) == len(serving)
@@ -250,7 +254,7 @@ def test_the_topic_a_request_names_vouches_before_the_answer_it_continues(embedd
     from app.core.config import Retrieval
     from app.retrieval.cards import CardMatcher
 
-    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
     settings = Retrieval()
     serving = [card for card in knowledge_base.cards if "combine" in card.requests]
     message = "can she take st john's wort alongside her aripiprazole"  # near both (see above)
@@ -272,7 +276,7 @@ def test_a_general_card_on_a_named_topic_can_outvote_the_card_for_the_kind(embed
     from app.core.config import Retrieval
     from app.retrieval.cards import CardMatcher
 
-    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
     settings = Retrieval()
     smoking = "I'm on clozapine. my mate says I should quit smoking and switch to vaping, is that a good idea?"
     alone = matcher.match(smoking, settings, own_case=True, requests=["combine"])
@@ -338,7 +342,7 @@ def test_a_sentence_that_names_again_what_the_one_before_named_leads_a_card_afte
 def test_a_card_is_sought_for_what_is_asked_without_the_situation_told(message, told, asked):
     from app.retrieval.cards import situation_told
 
-    assert situation_told(message) == (told, asked or message)
+    assert situation_told(message, CONDITION_WORDS) == (told, asked or message)
 
 
 @pytest.mark.slow
@@ -350,7 +354,7 @@ def test_a_card_asked_what_a_medicine_is_answers_neither_how_long_nor_a_request_
     from app.core.config import Retrieval
     from app.retrieval.cards import CardMatcher
 
-    matcher = CardMatcher(knowledge_base.cards, embedder.encode)
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
     settings = Retrieval()
     by_name = matcher.match("what is risperidone", settings)
     assert by_name is not None and by_name.confident and by_name.card.sources == ["S09"], by_name

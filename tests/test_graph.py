@@ -609,7 +609,8 @@ def test_a_medical_emergency_gets_the_crisis_reply_for_the_body_not_for_feelings
     said = "my mum has gone grey, she is clutching her chest and cant speak properly"
     medical = bot.ask(thread, said)
     assert medical.route == "crisis"
-    assert medical.answer == crisis_reply(contacts, situation="medical", profile=profile, message=said)
+    assert medical.answer == crisis_reply(contacts, situation="medical", profile=profile,
+                                          warning_signs=bot.services.medicines.warning_signs(said))
     # The turn after stays on the crisis route, still about the body.
     after = bot.ask(thread, "thnks")
     assert after.route == "crisis"

@@ -9,6 +9,7 @@ import pytest
 
 from app.core.config import DEFAULT_KNOWLEDGE_BASE
 from app.core.errors import ConfigError
+from app.core.medicines import load_vocabulary
 from app.core.profile import Profile, load_profile
 from app.prompts import PROMPTS_DIR, chat_system_prompt, crisis_reply, replies, reply
 from judges.rules import load_rules
@@ -16,8 +17,7 @@ from judges.rules import load_rules
 BIPOLAR = Profile(service="moodline", topic="bipolar disorder", audience="people with bipolar disorder and their carers",
                   covers="mood episodes, lithium and other mood stabilisers, and staying well",
                   example_question="What is a mood stabiliser?", title="Questions about bipolar disorder",
-                  input_hint="Ask about bipolar disorder…",
-                  medicine_warning_signs={"lithium": "being sick, diarrhoea, shaking, unsteadiness or confusion"})
+                  input_hint="Ask about bipolar disorder…")
 FIRST = load_profile(DEFAULT_KNOWLEDGE_BASE)
 FIRST_WORDS = re.compile(r"schizo\w*|psychos\w*|antipsychotic\w*|clozapine", re.I)
 
@@ -25,7 +25,7 @@ FIRST_WORDS = re.compile(r"schizo\w*|psychos\w*|antipsychotic\w*|clozapine", re.
 def every_reply(profile: Profile | None) -> dict[str, str]:
     values = {"contacts": "- Emergency services: 112", "examples": "- What is a mood stabiliser?", "topics": "Lithium",
               "titles": '"Lithium"', "options": "- Lithium", "model_line": "",
-              "warning_signs": (profile or Profile()).warning_signs("")}
+              "warning_signs": load_vocabulary(None).warning_signs("")}
     return {name: reply(name, profile, **values) for name in replies()}
 
 
@@ -73,10 +73,18 @@ def test_a_profile_with_an_unknown_field_names_the_file_and_the_field(tmp_path):
     assert load_profile(tmp_path / "elsewhere") == Profile()
 
 
-def test_the_medical_emergency_reply_names_the_warning_signs_of_the_medicine_named_and_no_other():
-    lithium = crisis_reply([], situation="medical", profile=BIPOLAR, message="she is on lithium and being sick")
+def test_the_medical_emergency_reply_names_the_warning_signs_of_the_medicine_named_and_no_other(tmp_path):
+    (tmp_path / "medicines.yaml").write_text(
+        "medicines:\n  lithium:\n    warning_signs: being sick, diarrhoea, shaking, unsteadiness or confusion\n")
+    bipolar, first = load_vocabulary(tmp_path), load_vocabulary(DEFAULT_KNOWLEDGE_BASE)
+    said = "she is on lithium and being sick"
+    lithium = crisis_reply([], situation="medical", profile=BIPOLAR, warning_signs=bipolar.warning_signs(said))
     assert "on lithium, being sick, diarrhoea" in lithium and not FIRST_WORDS.search(lithium)
-    unnamed = crisis_reply([], situation="medical", profile=FIRST, message="he has a high fever and can't stand")
+    said = "he has a high fever and can't stand"
+    unnamed = crisis_reply([], situation="medical", profile=FIRST, warning_signs=first.warning_signs(said))
     assert "very stiff muscles" in unnamed and "clozapine" not in unnamed
-    clozapine = crisis_reply([], situation="medical", profile=FIRST, message="fever and sore throat on Clozaril")
+    said = "fever and sore throat on Clozaril"
+    clozapine = crisis_reply([], situation="medical", profile=FIRST, warning_signs=first.warning_signs(said))
     assert "on clozapine, a fever, sore throat" in clozapine
+    # The second deployment's file adds to the product's vocabulary; the first's warnings stay its own.
+    assert "lithium" not in first.warning_signs("lithium and being sick")

@@ -8,7 +8,6 @@ topics in this knowledge base") and never names a condition the knowledge base m
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from pathlib import Path
 
@@ -16,7 +15,6 @@ import yaml
 from pydantic import Field, ValidationError
 
 from app.core.errors import ConfigError
-from app.core.medicines import international_name, medicines_named
 from app.core.records import Record
 
 PROFILE_FILE = "profile.yaml"
@@ -30,18 +28,19 @@ class Profile(Record):
     example_question: str = ""  # the empty message's hint; none: no example given
     title: str = "Questions and answers"  # the app's page
     input_hint: str = "Ask a question…"  # the app's input box
-    # What makes a medicine's side effect an emergency, for the medical-emergency reply: in general,
-    # and per medicine (by international name, lower case), named only when the message names it.
-    general_warning_signs: str = "a high temperature with very stiff muscles or confusion, or a sudden rash"
-    medicine_warning_signs: dict[str, str] = Field(default_factory=dict)
-
-    def warning_signs(self, text: str) -> str:
-        """The warning signs to name for a message: the general ones, and those of each medicine
-        the message names (never another medicine's)."""
-        named = {international_name(n) for n in medicines_named(text)}
-        named |= {m for m in self.medicine_warning_signs if re.search(rf"\b{re.escape(m)}\b", text, re.IGNORECASE)}
-        own = [f"on {m}, {self.medicine_warning_signs[m]}" for m in sorted(named) if m in self.medicine_warning_signs]
-        return "; ".join([self.general_warning_signs, *own])
+    # Words that name the condition ("schizophrenia", "psychotic"): with them a clause only tells
+    # the asker's situation ("my son has schizophrenia") and example messages are also learnt
+    # after such a clause. None given: `topic`'s words, when the profile names one.
+    topic_words: list[str] = Field(default_factory=list)
+    # A boundary reply's safety fact when no answer card and no source sentence gives one for the
+    # kind of request ("Decisions about your treatment are made with your care team.").
+    safety_fact: str = ""
+    @property
+    def condition_words(self) -> list[str]:
+        """The words that name the condition; none for the generic profile."""
+        if self.topic_words:
+            return self.topic_words
+        return [] if self.topic == Profile.model_fields["topic"].default else self.topic.lower().split()
 
     def wording(self) -> dict[str, str]:
         """The placeholders fixed replies and prompts may use."""

@@ -37,7 +37,7 @@ import jellyfish
 from rapidfuzz import fuzz, process
 from wordfreq import top_n_list, zipf_frequency
 
-from app.core.medicines import MEDICINE, with_international_names
+from app.core.medicines import is_medicine_name, with_international_names
 
 _WORD = re.compile(r"[A-Za-z]+")
 MIN_SOUND = 4  # a shorter Metaphone code ("TP": depot, type, tip) says too little to go by
@@ -129,7 +129,7 @@ class Speller:
             if not found and self._sounds and not is_english_word(lower):
                 found = process.extractOne(lower, self._sounds.get(jellyfish.metaphone(lower), ()),
                                            scorer=fuzz.ratio, score_cutoff=SOUNDS_CUTOFF * 100)
-            if not found and len(lower) >= LONG_WORD and not is_english_word(lower) and not MEDICINE.fullmatch(lower):
+            if not found and len(lower) >= LONG_WORD and not is_english_word(lower) and not is_medicine_name(lower):
                 found = process.extractOne(lower, [w for w in candidates if len(w) >= LONG_WORD],
                                            scorer=fuzz.ratio, score_cutoff=LONG_CUTOFF * 100)
             if len(self._memo) > 50_000:

@@ -15,7 +15,12 @@ from functools import lru_cache
 import numpy as np
 
 from app.core.answer_types import asks_yes_or_no, gives, wanted
-from app.core.medicines import MEDICINE, medicines_named, without_medicines
+from app.core.medicines import (
+    medicines_named,
+    names_a_medicine,
+    starts_with_medicine,
+    without_medicines,
+)
 from app.core.records import SourceText
 from app.core.text import STOPWORDS, citations_in, plain, split_sentences, strip_citations
 from app.prompts import reply
@@ -230,7 +235,7 @@ def passages(body: str) -> list[Passage]:
             # steady level…"), unless it starts with a name or an abbreviation ("Clozapine", "CBT",
             # "CBTp": more than one capital).
             word = first.split()[0]
-            named = word == "I" or word.startswith("I'") or MEDICINE.match(first) \
+            named = word == "I" or word.startswith("I'") or starts_with_medicine(first) \
                 or sum(c.isupper() for c in word) > 1
             items.append(first if named else first[0].lower() + first[1:])
             continue
@@ -279,10 +284,10 @@ def _aspect_vectors(questions: Sequence[str], texts: list[str], vectors: np.ndar
     likewise (None for a part that names none). A medicine's name says which topic, not which
     aspect of it, and MiniLM weighs it so much that "a fever and a sore throat on clozapine" is
     nearest "Your clozapine team is there to help"; read without it, nearest the signs of infection."""
-    naming = [MEDICINE.search(q) is not None for q in questions]
+    naming = [names_a_medicine(q) for q in questions]
     if not any(naming):
         return [None] * len(questions), vectors
-    changed = [n for n, text in enumerate(texts) if MEDICINE.search(text)]
+    changed = [n for n, text in enumerate(texts) if names_a_medicine(text)]
     masked = embed([without_medicines(q) for q, names in zip(questions, naming, strict=True) if names]
                    + [without_medicines(texts[n]) for n in changed])
     asked = iter(masked[: sum(naming)])

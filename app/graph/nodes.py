@@ -439,11 +439,16 @@ class AnswerNodes:
         whichever card or sources answer it: "can I tell my girlfriend it's fine to quit her
         risperidone?" gets the card on someone else's medicine (consent) and hears that an
         antipsychotic is never stopped alone; "im drooling on clozapine, can i cut the dose
-        myself?" gets the clozapine card's side effects, then that the dose is not changed alone."""
+        myself?" gets the clozapine card's side effects, then that the dose is not changed alone.
+        A kind no card answers gets the sources' own sentence for it (`SourcedFacts`), else the
+        profile's general one."""
         if state["trace"].route != "boundary":
             return []
-        declared = self.services.cards.safety_facts
-        return list(dict.fromkeys(declared[kind] for kind in state["screen"].boundary_kinds if kind in declared))
+        cards = self.services.cards
+        facts = [cards.safety_facts.get(kind) if kind in cards.kinds_answered
+                 else self.services.sourced_facts.fact_for(kind) or self.services.profile.safety_fact
+                 for kind in state["screen"].boundary_kinds]
+        return list(dict.fromkeys(f for f in facts if f))
 
     def _unsaid_facts(self, state: ChatState, reply_so_far: str) -> str:
         """The kinds' safety facts (`_kinds_facts`) that the reply does not already say."""
@@ -729,7 +734,8 @@ class AnswerNodes:
         continued = screen.crisis_layer == "conversation" or screen.crisis_goes_on
         return {"answer": crisis_reply(self.settings.crisis_contacts, continued=continued, situation=situation,
                                        language=screen.language, profile=self.services.profile,
-                                       message=screen.text), "trace": trace}
+                                       warning_signs=self.services.medicines.warning_signs(screen.text)),
+                "trace": trace}
 
     @timed("small_talk")
     def small_talk(self, state: ChatState, _context: TurnContext) -> dict:

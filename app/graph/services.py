@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
 
 from app.core.config import Settings
+from app.core.medicines import Vocabulary, load_vocabulary
 from app.core.models import RoleClient, helper_model, model_for
 from app.core.profile import Profile, load_profile
 from app.core.records import CafMode, Identification, SourceText
+from app.generation.safety_facts import SourcedFacts
 from app.kb.loader import KnowledgeBase
 from app.retrieval.cards import CardMatcher
 from judges.filter import CriticalAnalysisFilter
@@ -56,7 +59,8 @@ class Services:
 
     def __post_init__(self) -> None:
         if self.cards is None:
-            self.cards = CardMatcher(getattr(self.identifier.knowledge_base, "cards", []), self.embed)
+            self.cards = CardMatcher(getattr(self.identifier.knowledge_base, "cards", []), self.embed,
+                                     self.profile.condition_words)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, show_progress: bool = False, **overrides: Any) -> Services:
@@ -83,6 +87,17 @@ class Services:
     def profile(self) -> Profile:
         """What the deployment says about itself (profile.yaml beside the knowledge base served)."""
         return load_profile(self.identifier.knowledge_base.path)
+
+    @cached_property
+    def sourced_facts(self) -> SourcedFacts:
+        """Safety facts from the sources, for the kinds of request no answer card answers."""
+        return SourcedFacts([(s.id, SourceText.of(s).text) for s in self.identifier.knowledge_base], self.embed)
+
+    @property
+    def medicines(self) -> Vocabulary:
+        """The medicines the deployment knows, with their warning signs (medicines.yaml beside the
+        knowledge base served, over the product's)."""
+        return load_vocabulary(self.identifier.knowledge_base.path)
 
     @property
     def default_caf_mode(self) -> CafMode:

@@ -11,6 +11,7 @@ from pydantic import Field, ValidationError
 
 from app.core.config import DEFAULT_CRISIS_CONTACTS, CrisisContact
 from app.core.errors import ConfigError
+from app.core.medicines import load_vocabulary
 from app.core.profile import Profile
 from app.core.records import Record
 from judges.rules import load_rules
@@ -84,16 +85,17 @@ def crisis_translations() -> dict[str, CrisisTranslation]:
 
 def crisis_reply(contacts: list[CrisisContact], *, continued: bool = False,
                  situation: Literal["", "medical", "overdose", "someone_else", "harm"] = "",
-                 language: str = "", profile: Profile | None = None, message: str = "") -> str:
+                 language: str = "", profile: Profile | None = None, warning_signs: str = "") -> str:
     """The crisis reply; `continued`: the turn after one, whatever it says; `situation`: someone's
     body is in danger (a collapse, a reaction to a medicine), an overdose has been taken (a doctor
     now, even if it feels all right), the writer is with someone else in
     danger (a daughter locked in the bathroom), or someone may harm another person (the writer
     threatened, or afraid of what they might do), rather than the writer in danger themselves.
-    `message`: what the person wrote, for the warning signs of the medicines it names."""
+    `warning_signs`: what makes a side effect an emergency, for the medicines the message names
+    (`Vocabulary.warning_signs`); the general ones when not given."""
     name = f"crisis_{situation}" if situation else "crisis"
     english = reply(f"{name}_continued" if continued else name, profile, contacts=contact_lines(contacts),
-                    warning_signs=(profile or Profile()).warning_signs(message))
+                    warning_signs=warning_signs or load_vocabulary(None).warning_signs(""))
     if (translated := crisis_translations().get(language)) is None:
         return english
     # The writer's language first, with the contacts (the defaults in that language, a deployment's

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from app.core.config import Settings
 from app.core.embeddings import Embedder
+from app.core.profile import load_profile
 from app.core.records import Candidate, Identification
 from app.retrieval.identify import SourceIdentifier
 
@@ -33,7 +34,8 @@ def open_identifier(settings: Settings, embedder: Embedder, *, show_progress: bo
         chooser = SummaryChooser(client, kb) if client is not None else None
     examples = ExampleClassifier.fit(kb.examples, lambda texts: embedder.encode(texts, cache=False),
                                      cache_dir=settings.cache_dir, model_name=embedder.name,
-                                     show_progress=show_progress)
+                                     show_progress=show_progress,
+                                     condition_words=load_profile(settings.knowledge_base).condition_words)
     identifier = SourceIdentifier(kb, index, settings, chooser=chooser, examples=examples)
     identifier.index_report = report
     return identifier

@@ -18,25 +18,26 @@ from app.retrieval.references import CLAUSE_END, refers_back
 Embed = Callable[[list[str]], np.ndarray]
 
 # Words that only say who is ill, with what and since when ("my son was diagnosed with
-# schizophrenia last year"): a clause of these alone is the asker's situation, not their question.
+# schizophrenia last year", the condition's words from the profile): a clause of these alone is the
+# asker's situation, not their question.
 _SITUATION_TEXT = """
-children family schizophrenia schizophrenic schizoaffective psychosis psychotic paranoid illness
-condition diagnosis diagnosed told found got year years month months week weeks day days ago last
-recently since today yesterday now
+children family illness condition diagnosis diagnosed told found got year years month months week
+weeks day days ago last recently since today yesterday now
 """
 _SITUATION = frozenset(stem(w) for w in (*RELATIONS, *_SITUATION_TEXT.split()))
 
 
-def situation_told(question: str) -> tuple[str, str]:
+def situation_told(question: str, condition_words: Collection[str] = ()) -> tuple[str, str]:
     """(the clauses that only state the situation, the rest): "my son has schizophrenia and won't
     take his meds" tells "my son has schizophrenia" and asks "won't take his meds"; "do I have
     schizophrenia?" asks, in the same words. No situation ("", the message) when setting it aside
     would leave nothing asked of its own ("my son was just diagnosed, what now?") or leave words
     that lean on it ("my brother has it. will I get it?")."""
+    situation = _SITUATION | {stem(w) for w in condition_words}
     clauses = [c.strip() for c in CLAUSE_END.split(question) if c.strip()]
-    told = [c for c in clauses if (stems := content_stems(c)) and stems <= _SITUATION and not asks_anything(c)]
+    told = [c for c in clauses if (stems := content_stems(c)) and stems <= situation and not asks_anything(c)]
     rest = " ".join(c for c in clauses if c not in told)
-    if not told or not content_stems(rest) - _SITUATION or refers_back(rest):
+    if not told or not content_stems(rest) - situation or refers_back(rest):
         return "", question
     return " ".join(told), rest
 
@@ -54,8 +55,9 @@ class CardMatch:
 
 
 class CardMatcher:
-    def __init__(self, cards: Sequence[AnswerCard], embed: Embed):
+    def __init__(self, cards: Sequence[AnswerCard], embed: Embed, condition_words: Collection[str] = ()):
         self.cards = list(cards)
+        self.condition_words = tuple(condition_words)  # the profile's (`situation_told`)
         self._embed = embed
         self._owners = [card for card in self.cards for _ in card.questions]
         self._phrasings = [q for card in self.cards for q in card.questions]
@@ -80,7 +82,7 @@ class CardMatcher:
         the situation alone would get."""
         options = dict(own_case=own_case, requests=requests, found=found, topics=topics, subjects=subjects,
                        continued=continued)
-        situation, asked = situation_told(question)
+        situation, asked = situation_told(question, self.condition_words)
         if not situation:
             return self._match(question, settings, **options)
         found = self._match(asked, settings, **options)

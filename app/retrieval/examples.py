@@ -33,13 +33,22 @@ Embed = Callable[[list[str]], np.ndarray]
 _C = 4.0
 _BATCH = 256
 _KEEP = 8  # fits kept in the cache
+# `{condition}` is the profile's first word for the condition ("schizophrenia"); without one, only
+# the framings that name none.
 _FRAMINGS = (
-    "My brother has schizophrenia.", "my mum was diagnosed with schizophrenia a few years ago,",
-    "I'm 19 and I was diagnosed last year.", "My son has psychosis.", "my wife has schizophrenia and",
-    "Hi, my dad has schizophrenia.", "i have schizophrenia.", "Our daughter was just diagnosed.",
-    "My best friend has schizophrenia,", "I've had schizophrenia for 20 years.",
+    "My brother has {condition}.", "my mum was diagnosed with {condition} a few years ago,",
+    "I'm 19 and I was diagnosed last year.", "My son has {condition}.", "my wife has {condition} and",
+    "Hi, my dad has {condition}.", "i have {condition}.", "Our daughter was just diagnosed.",
+    "My best friend has {condition},", "I've had {condition} for 20 years.",
     "my partner was diagnosed in hospital last month.", "My sister has been unwell for a while.",
 )
+
+
+def framings(condition_words: Sequence[str]) -> list[str]:
+    """The scene-setting openings, naming the condition as the deployment's profile does."""
+    if not condition_words:
+        return [f for f in _FRAMINGS if "{" not in f]
+    return [f.format(condition=condition_words[0]) for f in _FRAMINGS]
 
 
 class ExampleClassifier:
@@ -49,7 +58,8 @@ class ExampleClassifier:
 
     @classmethod
     def fit(cls, sets: Sequence[ExampleSet], embed: Embed, cache_dir: Path | None = None,
-            model_name: str = "", show_progress: bool = False) -> ExampleClassifier | None:
+            model_name: str = "", show_progress: bool = False,
+            condition_words: Sequence[str] = ()) -> ExampleClassifier | None:
         """Fitted on `sets` (None when they name fewer than two classes: nothing to learn), from
         `cache_dir` when the same examples were fitted before."""
         texts = [m for s in sets for m in s.messages]
@@ -58,7 +68,8 @@ class ExampleClassifier:
         # asked: people often start so, and without this the classifier learnt the scene of the
         # sources whose examples most often had one ("my brother has schizophrenia, does that
         # mean I'll get it too?" read as "what is schizophrenia?").
-        texts += [f"{_FRAMINGS[n % len(_FRAMINGS)]} {m}" for n, m in enumerate(texts)]
+        scenes = framings(condition_words)
+        texts += [f"{scenes[n % len(scenes)]} {m}" for n, m in enumerate(texts)]
         labels += labels
         if len(set(labels)) < 2:
             return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from app.core.medicines import MEDICINE, names_in
+from app.core.medicines import names_a_medicine, names_in
 
 _NOUN = r"(?:one|medicine|medication|med|drug|tablet|pill|injection)"
 _OTHER = re.compile(rf"\bthe other(?: {_NOUN}s?)?\b", re.IGNORECASE)
@@ -106,7 +106,7 @@ def resolve(text: str, topic: list[str]) -> str:
     question and latest follow-up, as read) replaced by its name; unchanged when it names a
     medicine itself, refers to none, or the topic names none: after "what is clozapine?" and then
     "how are depot injections given?", "does it hurt?" is about the injection, not clozapine."""
-    if MEDICINE.search(text):
+    if names_a_medicine(text):
         return text
     named = named_medicines(topic)
     if not named:
@@ -158,7 +158,7 @@ def with_subject(text: str, topic: list[str]) -> str:
     still read with the topic ("how long does cognitive remediation take" alone is nearer how long
     antipsychotics take to work)."""
     subject, many = next((found for said in reversed(topic) if (found := subject_of(said))[0]), ("", False))
-    if not subject or MEDICINE.search(subject) or MEDICINE.search(text):
+    if not subject or names_a_medicine(subject) or names_a_medicine(text):
         return text  # medicines are `resolve`'s
     if (match := _THEY.search(text) if many else (_IT.search(text) or _ONE.search(text))) is None:
         return text

@@ -16,6 +16,7 @@ import yaml
 from pydantic import ValidationError, model_validator
 
 from app.core.errors import ConfigError
+from app.core.medicines import vocabulary
 from app.core.records import Record
 
 PATTERNS_FILE = Path(__file__).with_name("patterns.yaml")
@@ -33,7 +34,7 @@ class Thresholds(Record):
 
 
 class Lexicon(Record):
-    medicines: list[str]
+    medicines: list[str]  # filled from the medicine vocabulary, not written in the file
     medicine_words: list[str]
     care_team: list[str]
 
@@ -102,6 +103,8 @@ def data() -> dict[str, Any]:
         loaded = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"{PATTERNS_FILE}: cannot load the local-check patterns: {error}") from error
+    if isinstance(loaded, dict) and isinstance(loaded.get("lexicon"), dict):
+        loaded["lexicon"]["medicines"] = vocabulary().names()  # one vocabulary for the app and the judges
     try:
         PatternsFile.model_validate(loaded)
     except ValidationError as error:

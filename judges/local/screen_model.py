@@ -94,8 +94,17 @@ def label(scenario: Scenario) -> str:
     return f"{scenario.route or 'question'}:{scenario.category or 'judge_scenario'}"
 
 
+# A deployment's own training messages, beside its knowledge base (same format as
+# scenarios/screen/train): added to the product's, so `make train` fits the screen to them too.
+DEPLOYMENT_TRAIN_DIR = "screen_training"
+
+
 def training_files() -> list[Path]:
-    return sorted(p for folder in TRAIN_DIRS for p in folder.glob("*.jsonl"))
+    """The product's training messages and the configured knowledge base's own."""
+    from app.core.config import Settings
+
+    own = Settings().knowledge_base / DEPLOYMENT_TRAIN_DIR
+    return sorted(p for folder in (*TRAIN_DIRS, own) for p in folder.glob("*.jsonl"))
 
 
 def current_hash() -> str | None:
@@ -456,7 +465,7 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     _train_which_language(bundle, card_metrics, split_sizes)
     card = artefacts.ModelCard(
         name=NAME, feature_version=FEATURE_VERSION, data_hash=data_hash,
-        data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
+        data_files=[str(p.relative_to(REPO_ROOT) if p.is_relative_to(REPO_ROOT) else p) for p in training_files()],
         split_sizes=split_sizes, dev_metrics=card_metrics, thresholds=thresholds,
         embedder=embedder_name if encode is not None else "",
         notes=("Logistic regression over word and character n-grams (+ MiniLM embedding in the "
