@@ -68,13 +68,13 @@ eval: $(VENV)/.installed-runtime artefacts
 	$(BIN)/cafbot judges eval scenarios/judges/holdout --tiers 0 --json .cafbot/judges_holdout.json
 	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json .cafbot/screen_holdout.json
 	$(BIN)/cafbot judges eval scenarios/screen/in_context/holdout --tiers 0 --json .cafbot/screen_context_holdout.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev.jsonl --json .cafbot/answers_dev.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev2.jsonl --json .cafbot/answers_dev2.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev3.jsonl --json .cafbot/answers_dev3.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev4.jsonl --json .cafbot/answers_dev4.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev5.jsonl --json .cafbot/answers_dev5.json
-	$(BIN)/cafbot eval answers scenarios/answers/holdout.jsonl --json .cafbot/answers_holdout.json
-	$(BIN)/cafbot eval answers scenarios/answers/holdout2.jsonl --json .cafbot/answers_holdout2.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-mixed-questions.jsonl --json .cafbot/answers_dev-mixed-questions.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-mixed-questions-detailed.jsonl --json .cafbot/answers_dev-mixed-questions-detailed.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-mid-conversation.jsonl --json .cafbot/answers_dev-mid-conversation.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-own-case-vs-general.jsonl --json .cafbot/answers_dev-own-case-vs-general.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-own-case-requests.jsonl --json .cafbot/answers_dev-own-case-requests.json
+	$(BIN)/cafbot eval answers scenarios/answers/holdout-mixed-questions.jsonl --json .cafbot/answers_holdout-mixed-questions.json
+	$(BIN)/cafbot eval answers scenarios/answers/holdout-mixed-questions-from-sources.jsonl --json .cafbot/answers_holdout-mixed-questions-from-sources.json
 
 # The README's screenshots, taken by the browser test (needs Debian's chromium).
 screenshots: $(VENV)/.installed-dev

@@ -66,9 +66,9 @@ def test_the_shipped_answer_keys_load():
     from pathlib import Path
 
     folder = Path(__file__).resolve().parents[1] / "scenarios" / "answers"
-    assert len(load_cases(folder / "dev.jsonl")) >= 120
-    assert len(load_cases(folder / "holdout.jsonl")) >= 60
-    assert len(load_cases(folder / "holdout2.jsonl")) >= 50
+    assert len(load_cases(folder / "dev-mixed-questions.jsonl")) >= 120
+    assert len(load_cases(folder / "holdout-mixed-questions.jsonl")) >= 60
+    assert len(load_cases(folder / "holdout-mixed-questions-from-sources.jsonl")) >= 50
 
 
 def test_typing_in_a_hurry_slips_long_words_only_and_the_same_way_each_run():
