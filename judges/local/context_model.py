@@ -28,11 +28,11 @@ from sklearn.model_selection import StratifiedKFold
 from app.core.answer_types import asks_anything
 from app.core.config import REPO_ROOT
 from judges.local import artefacts, screen_model
+from judges.local.crisis import Assessment, Screens, assess
+from judges.local.crisis_text import IDIOM_MARK, normalise
 from judges.local.learned import fit_logistic, sigmoid
 
 if TYPE_CHECKING:
-    from judges.local.crisis import Assessment
-    from judges.local.resources import Resources
     from judges.scenarios import Scenario
 
 NAME = "context_screen"
@@ -88,13 +88,11 @@ def _margin(found: Assessment) -> float:
     return float(np.clip(np.log(p / (1 - p)) - np.log(t / (1 - t)), -_CLIP, _CLIP))
 
 
-def since_last_crisis(earlier: list[str], res: Resources) -> list[str]:
+def since_last_crisis(earlier: list[str], res: Screens) -> list[str]:
     """The earlier messages a danger is read with: the last `LOOKBACK`, or, right after a crisis,
     that crisis and those before it; otherwise only those after the latest crisis among them, whose
     danger the crisis reply and the turn after it have already met ("ok" two messages after an
     overdose is not the overdose again)."""
-    from judges.local.crisis import assess
-
     earlier = [m for m in earlier[-LOOKBACK:] if m.strip()]
     if earlier and assess(earlier[-1], res).crisis:
         return earlier
@@ -102,10 +100,8 @@ def since_last_crisis(earlier: list[str], res: Resources) -> list[str]:
     return earlier[crises[-1] + 1:] if crises else earlier
 
 
-def _readings(earlier: list[str], text: str, res: Resources) -> _Readings:
+def _readings(earlier: list[str], text: str, res: Screens) -> _Readings:
     """The screen's readings the models learn from (`earlier` as `since_last_crisis` gives it)."""
-    from judges.local.crisis import assess
-
     alone = assess(text, res)
     before = [assess(m, res) for m in earlier]
     last = assess(joined([*earlier[-1:], text]), res)
@@ -116,25 +112,21 @@ def _readings(earlier: list[str], text: str, res: Resources) -> _Readings:
                      whole if _margin(whole) >= _margin(last) else last)
 
 
-def caught_without(earlier: list[str], text: str, res: Resources) -> bool:
+def caught_without(earlier: list[str], text: str, res: Screens) -> bool:
     """What the screen catches without these models, as a user turn runs it: the message alone, or,
     right after a crisis, a message that asks nothing of its own ("forget it", "it was a joke")."""
-    from judges.local.crisis import assess
-
     previous = next((m for m in reversed(earlier) if m.strip()), None)
     return assess(text, res).crisis or (previous is not None and assess(previous, res).crisis
                                         and not asks_anything(text))
 
 
-def features(earlier: list[str], text: str, res: Resources, *, embedded: bool) -> tuple[np.ndarray | None, _Readings]:
+def features(earlier: list[str], text: str, res: Screens, *, embedded: bool) -> tuple[np.ndarray | None, _Readings]:
     """The readings, and with `embedded` the message's and the previous message's embeddings
     (None when the embedder cannot give them); `earlier` as `since_last_crisis` gives it."""
     read = _readings(earlier, text, res)
     x = np.asarray(read.values, dtype=np.float32)
     if not embedded:
         return x, read
-    from judges.local.crisis import IDIOM_MARK, normalise
-
     previous = next((m for m in reversed(earlier) if m.strip()), "")
     vectors = res.encode([normalise(text, idiom_mark=IDIOM_MARK), normalise(previous, idiom_mark=IDIOM_MARK)])
     return (None if vectors is None else np.concatenate([x, vectors[0], vectors[1]])), read
@@ -189,7 +181,7 @@ def _metrics(flagged: np.ndarray, truth: np.ndarray, caught_alone: np.ndarray, f
     return figures
 
 
-def train(res: Resources, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
+def train(res: Screens, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.ModelCard:
     """Fit each situation's model in the readings-only variant and, with embeddings, the embedded
     one; each threshold on its own cross-validated readings."""
     data_hash = current_hash() or ""  # of the data as read now, not as it may be when the fit ends
@@ -219,7 +211,7 @@ def train(res: Resources, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.
         split_sizes={"conversations": len(found), "crisis": int(truth.sum()), "folds": SETTINGS["folds"],
                      **{f"category.{k}": n for k, n in sorted(Counter(s.category for s in found).items())}},
         dev_metrics=metrics, thresholds=thresholds,
-        embedder=getattr(res.embedder, "name", "") if "embedded" in bundle else "",
+        embedder=res.embedder_name if "embedded" in bundle else "",
         notes=("Two logistic regressions (no crisis just before; right after a crisis) over the input "
                "screen's readings of the message alone, the earlier messages alone and the message joined "
                "to them (+ the message's and the previous message's MiniLM embeddings in the 'embedded' "
@@ -230,13 +222,13 @@ def train(res: Resources, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.
 
 
 class ContextModel:
-    """The shipped models, loaded once per Resources."""
+    """The shipped models, loaded once per process."""
 
-    def __init__(self, res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard):
+    def __init__(self, res: Screens, bundle: dict[str, Any], card: artefacts.ModelCard):
         self.res, self.bundle, self.card = res, bundle, card
 
     @classmethod
-    def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> ContextModel:
+    def load(cls, res: Screens, folder: Path = artefacts.ARTEFACTS_DIR) -> ContextModel:
         bundle, card = artefacts.load(NAME, feature_version=FEATURE_VERSION, current_hash=current_hash(),
                                       folder=folder)
         return cls(res, bundle, card)
@@ -247,7 +239,7 @@ class ContextModel:
         if not earlier or not text.strip():
             return None
         embedded = ("embedded" in self.bundle and self.res.embeddings
-                    and getattr(self.res.embedder, "name", "") == self.card.embedder)
+                    and self.res.embedder_name == self.card.embedder)
         x, read = features(earlier, text, self.res, embedded=embedded)
         if x is None:  # the embedder failed just now: the readings alone decide
             x, read = features(earlier, text, self.res, embedded=False)

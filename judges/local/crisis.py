@@ -14,40 +14,23 @@ second look; a language or pattern hit never is.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-import yaml
-from pydantic import Field
-
-from app.core.records import Record
-from app.core.spelling import Speller
 from app.core.text import split_sentences
 from judges.local import crisis_languages, patterns
+from judges.local.crisis_text import IDIOM_MARK, normalise, pattern_hit
+from judges.local.encoder import Encoder
 from judges.schema import DraftContext, Finding
 
 if TYPE_CHECKING:
-    from judges.local.resources import Resources
-    from judges.local.screen_model import Reading
+    from judges.local.request_kind import RequestKindModel
+    from judges.local.screen_model import Reading, ScreenModel
+
+T = TypeVar("T")
 
 CHECK = "crisis"
-PATTERNS_FILE = Path(__file__).with_name("crisis_patterns.yaml")
-IDIOM_MARK = " figureofspeech "  # what the learned layer reads where an idiom was
-
-
-class CrisisPattern(Record):
-    id: str = Field(pattern=r"^[a-z_]+$")
-    pattern: str
-    crisis: list[str] = Field(min_length=1)
-    safe: list[str] = Field(min_length=1)
-
-
-class CrisisPatternsFile(Record):
-    patterns: list[CrisisPattern]
-
-
 # The kind of crisis each concept of the language lexicon says (judges/local/crisis_languages.yaml),
 # so a crisis in another language gets the reply for its kind (an overdose: a doctor now).
 LANGUAGE_CONCEPT_KINDS = {
@@ -84,56 +67,23 @@ class Assessment:
     language: str = ""  # the other language it is written in ("de", "hi", …); "" for English
 
 
-@cache
-def crisis_patterns() -> list[tuple[CrisisPattern, re.Pattern[str]]]:
-    data = CrisisPatternsFile.model_validate(yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8")))
-    return [(p, re.compile(patterns.expand(p.pattern), re.IGNORECASE)) for p in data.patterns]
+class Screens(Encoder, Protocol):
+    """What reading a message needs (`Resources` provides it): the screen's models, the English
+    speller, and a memory of texts already read."""
+
+    screen_model: ScreenModel
+    request_kind: RequestKindModel
+    correct_english: Callable[[str], str] | None
+
+    def remember(self, kind: str, text: str, compute: Callable[[], T]) -> T: ...
 
 
-@cache
-def _normaliser() -> tuple[re.Pattern[str], dict[str, str]]:
-    mapping = {k.lower(): v for k, v in patterns.section("crisis")["normalise"].items()}
-    keys = sorted(mapping, key=len, reverse=True)
-    return re.compile(r"(?<![\w'])(" + "|".join(re.escape(k) for k in keys) + r")(?![\w'])"), mapping
-
-
-@cache
-def _speller() -> Speller:
-    """Misspelt risk words ("myslef", "hurtng") are read as the word meant."""
-    return Speller(patterns.section("crisis")["fuzzy_targets"], min_length=5)
-
-
-def normalise(text: str, *, remove_idioms: bool = True, idiom_mark: str = " ") -> str:
-    """Lower case, straight quotes, slang and misspellings rewritten, idioms replaced by
-    `idiom_mark` (the learned layer reads a word there, so "I want to cut down on coffee" does
-    not become "I want to coffee")."""
-    text = re.sub(r"[’‘`]", "'", text.lower())
-    text = re.sub(r"[“”]", '"', text)
-    text = _speller().correct(text)
-    pattern, mapping = _normaliser()
-    text = pattern.sub(lambda m: mapping[m.group(1)], text)
-    if remove_idioms:
-        text = patterns.regex("crisis", "idioms").sub(idiom_mark, text)
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def pattern_hit(text: str) -> tuple[str, str] | None:
-    """(pattern id, the sentence it matched) for the first high-precision pattern in `text`."""
-    for sentence in split_sentences(text) or [text]:
-        normed = normalise(sentence)
-        for item, rx in crisis_patterns():
-            if rx.search(normed):
-                return item.id, sentence
-    whole = normalise(text)  # a pattern may span a sentence break ("I took them all. 40 pills")
-    return next(((item.id, text) for item, rx in crisis_patterns() if rx.search(whole)), None)
-
-
-def assess(text: str, res: Resources) -> Assessment:
+def assess(text: str, res: Screens) -> Assessment:
     """The screen's reading of one message (remembered: the same text is read again later)."""
     return res.remember("crisis.assess", text, lambda: _assess(text, res))
 
 
-def _assess(text: str, res: Resources) -> Assessment:
+def _assess(text: str, res: Screens) -> Assessment:
     if not text or not text.strip():
         return Assessment(False, 0.0)
     if found := crisis_languages.find_concept(text):
@@ -167,7 +117,7 @@ def _assess(text: str, res: Resources) -> Assessment:
                       personal_unsure=abs(reading.personal - reading.personal_threshold) < PERSONAL_UNSURE)
 
 
-def _read_english(text: str, res: Resources) -> tuple[Reading, list[str]]:
+def _read_english(text: str, res: Screens) -> tuple[Reading, list[str]]:
     """The learned layer's reading of an English message, and its request kinds (from the model
     that learned them from requests alone), with misspelt words read as English ("shuold i have two
     tomorow" as "should i have two tomorrow"): the models learned mostly from words spelt right,
@@ -178,7 +128,7 @@ def _read_english(text: str, res: Resources) -> tuple[Reading, list[str]]:
     return res.screen_model.read(normalised), res.request_kind.read(normalised)
 
 
-def detect_crisis(text: str, res: Resources) -> Finding:
+def detect_crisis(text: str, res: Screens) -> Finding:
     """The input screen: is this user message a crisis? Fast (patterns first) and recall first."""
     found = assess(text, res)
     return Finding(check=CHECK, flagged=found.crisis, score=found.score, sentences=found.evidence,
@@ -186,7 +136,7 @@ def detect_crisis(text: str, res: Resources) -> Finding:
                    suggested_verdict="reject" if found.crisis else "pass")
 
 
-def check(ctx: DraftContext, res: Resources) -> Finding:
+def check(ctx: DraftContext, res: Screens) -> Finding:
     """The crisis judge's local check: the user message, earlier user turns, and the draft."""
     user = detect_crisis(ctx.user, res)
     if ctx.draft is None or (user.flagged and not answerable_emergency(ctx.user, res)):
@@ -211,7 +161,7 @@ def check(ctx: DraftContext, res: Resources) -> Finding:
     return Finding(check=CHECK, flagged=False, score=0.0)
 
 
-def answerable_emergency(text: str, res: Resources) -> bool:
+def answerable_emergency(text: str, res: Screens) -> bool:
     """A medical emergency that only the learned layer reads ("a fever and a sore throat on
     clozapine"): the answer graph may answer it with how to get medical help first and what the
     sources say. Danger said in so many words (a pattern: not breathing, an overdose taken) and
@@ -220,7 +170,7 @@ def answerable_emergency(text: str, res: Resources) -> bool:
     return found.crisis and found.layer == "model" and found.crisis_kind == "medical_emergency"
 
 
-def latest_crisis_kind(user_messages: list[str], res: Resources) -> str | None:
+def latest_crisis_kind(user_messages: list[str], res: Screens) -> str | None:
     """The kind of the latest crisis in the conversation's last few user messages ("" when the
     learned layer names none), or None when there was none."""
     turns = int(patterns.threshold(CHECK, "history_turns"))
@@ -228,7 +178,7 @@ def latest_crisis_kind(user_messages: list[str], res: Resources) -> str | None:
     return next((f.crisis_kind for f in reversed(found) if f.crisis), None)
 
 
-def crisis_earlier(user_messages: list[str], res: Resources) -> list[str]:
+def crisis_earlier(user_messages: list[str], res: Screens) -> list[str]:
     """The crisis evidence in the conversation's last few user messages (oldest first), if any:
     an answer given this soon after a crisis must still respond to it."""
     turns = int(patterns.threshold(CHECK, "history_turns"))

@@ -34,7 +34,7 @@ from judges.local.kinds import kind
 from judges.schema import DraftContext, Finding
 
 if TYPE_CHECKING:
-    from judges.local.resources import Resources
+    from judges.local.encoder import Encoder
 
 CHECK = "grounding"
 _ANAPHORA = re.compile(r"^(it|its|they|their|these|this|that|those|he|she|them|such)\b", re.IGNORECASE)
@@ -94,7 +94,7 @@ def source_units(ctx: DraftContext) -> list[str]:
     return [u for s in ctx.sources if s.id in cited for u in units(s.text)]
 
 
-def analyse(ctx: DraftContext, res: Resources) -> list[SentenceSupport]:
+def analyse(ctx: DraftContext, res: Encoder) -> list[SentenceSupport]:
     """Support figures for every cited sentence whose cited ids were provided."""
     generic = {stem(w) for w in patterns.section("grounding")["generic_words"]}
     medicines = patterns.words_regex("medicines")
@@ -126,7 +126,7 @@ def analyse(ctx: DraftContext, res: Resources) -> list[SentenceSupport]:
     return results
 
 
-def _reverses(claim: str, pieces: list[str], sims: np.ndarray, generic: set[str], res: Resources) -> bool:
+def _reverses(claim: str, pieces: list[str], sims: np.ndarray, generic: set[str], res: Encoder) -> bool:
     """The claim reverses a negation of the source. A list joined into one sentence ("Possible
     benefits: no need to remember tablets; a steady level of medicine; …") is judged item by item,
     each against the units nearest it: as a whole it is nearest one item, and a negative item
@@ -148,7 +148,7 @@ def _flipped_near(claim: str, pieces: list[str], sims: np.ndarray, generic: set[
                if int(i) == int(order[0]) or sims[int(i)] >= max(_t("negation_similarity"), best - 0.05))
 
 
-def _similarities(claim: str, pieces: list[str], res: Resources) -> np.ndarray:
+def _similarities(claim: str, pieces: list[str], res: Encoder) -> np.ndarray:
     """Cosine similarities to each source unit, or lexical overlap when embeddings are off."""
     if pieces:
         encoded = res.encode([claim, *pieces])
@@ -199,7 +199,7 @@ def _fmt(values: list[float]) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
-def check(ctx: DraftContext, res: Resources) -> Finding:
+def check(ctx: DraftContext, res: Encoder) -> Finding:
     if not ctx.draft:
         return Finding(check=CHECK, flagged=False, score=0.0, detail="no draft")
     verdict: Verdict = "pass"

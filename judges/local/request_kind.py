@@ -21,9 +21,10 @@ from sklearn.model_selection import StratifiedKFold
 
 from app.core.config import REPO_ROOT
 from judges.local import artefacts, screen_model
+from judges.local.crisis_text import IDIOM_MARK, normalise
 
 if TYPE_CHECKING:
-    from judges.local.resources import Resources
+    from judges.local.encoder import Encoder
 
 NAME = "request_kind"
 FEATURE_VERSION = 1
@@ -51,7 +52,6 @@ def current_hash() -> str | None:
 def training_requests() -> list[tuple[str, str]]:
     """(normalised text, kind) for every request the kinds are learned from: the screen's boundary
     messages first (a text seen twice keeps its first kind), then the kind-labelled requests."""
-    from judges.local.crisis import IDIOM_MARK, normalise
     from judges.scenarios import load_scenarios
 
     found = {text: label.split(":", 1)[1] for text, label, _ in screen_model.training_messages()
@@ -109,13 +109,13 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
 
 
 class RequestKindModel:
-    """The shipped classifier, loaded once per Resources."""
+    """The shipped classifier, loaded once per process."""
 
-    def __init__(self, res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard):
+    def __init__(self, res: Encoder, bundle: dict[str, Any], card: artefacts.ModelCard):
         self.res, self.bundle, self.card = res, screen_model.ready_to_read(bundle), card
 
     @classmethod
-    def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> RequestKindModel:
+    def load(cls, res: Encoder, folder: Path = artefacts.ARTEFACTS_DIR) -> RequestKindModel:
         bundle, card = artefacts.load(NAME, feature_version=FEATURE_VERSION, current_hash=current_hash(),
                                       folder=folder)
         return cls(res, bundle, card)
@@ -127,7 +127,7 @@ class RequestKindModel:
 
     def read(self, normalised: str) -> list[str]:
         """The likeliest kind of an English request, and any kind nearly as likely (`CLOSE_KIND`);
-        the text normalised as `crisis.normalise` does with the idiom mark (the embedder caches the
+        the text normalised as `crisis_text.normalise` does with the idiom mark (the embedder caches the
         screen's vector of the same text)."""
         variant, x = screen_model.reading_features(self.res, self.bundle, self.card, [normalised])
         classifier = variant["classifier"]

@@ -22,8 +22,12 @@ import numpy as np
 
 from app.core.embeddings import Embedder
 from app.core.records import SourceText
-from judges.local import patterns
+from judges.local import crisis_languages, grounding, patterns
 from judges.local.artefacts import ARTEFACTS_DIR
+from judges.local.context_model import ContextModel
+from judges.local.request_kind import RequestKindModel
+from judges.local.role_model import RoleModel
+from judges.local.screen_model import ScreenModel
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,13 +48,6 @@ class Resources:
         self._prototypes: dict[tuple[str, ...], np.ndarray] = {}
         self._lock = threading.Lock()
         self._remembered: OrderedDict[tuple[str, str], object] = OrderedDict()
-        from judges.local.context_model import (
-            ContextModel,  # they read patterns and the text helpers
-        )
-        from judges.local.request_kind import RequestKindModel
-        from judges.local.role_model import RoleModel
-        from judges.local.screen_model import ScreenModel
-
         self.screen_model = ScreenModel.load(self, artefacts_dir)
         self.role_model = RoleModel.load(self, artefacts_dir)
         self.request_kind = RequestKindModel.load(self, artefacts_dir)
@@ -65,6 +62,10 @@ class Resources:
     @property
     def embeddings(self) -> bool:
         return self._use_embeddings and not self._broken
+
+    @property
+    def embedder_name(self) -> str:
+        return getattr(self.embedder, "name", "") if self.embedder is not None else ""
 
     def encode(self, texts: list[str], *, known: bool = False) -> np.ndarray | None:
         """Normalised vectors (rows), or None when embeddings are off or unavailable. Cached by
@@ -120,8 +121,6 @@ class Resources:
     def warm_up(self, sources: Iterable[SourceText] = ()) -> float:
         """Embed the prototype phrases and the given sources, and run each learned check once, so
         that the first turn is as fast as the others. Returns the seconds it took."""
-        from judges.local import crisis_languages, grounding
-
         started = time.perf_counter()
         crisis_languages.find("warm-up")  # compiles the lexicon of every language
         if self.embeddings:

@@ -21,9 +21,10 @@ from app.core.text import citations_in, split_sentences, words
 from judges.local import artefacts, patterns
 from judges.local.kinds import kind
 from judges.local.learned import Weights, fit_logistic, sigmoid
+from judges.local.role_patterns import pattern_hits  # the check's own patterns, as features
 
 if TYPE_CHECKING:
-    from judges.local.resources import Resources
+    from judges.local.encoder import Encoder
 
 NAME = "role_scope"
 FEATURE_VERSION = 3
@@ -31,8 +32,6 @@ TRAIN_DIR = REPO_ROOT / "scenarios" / "judges" / "train"
 
 
 def _hand(sentence: str) -> list[float]:
-    from judges.local.role_scope import pattern_hits  # the check's own patterns, as features
-
     tokens = words(sentence) or [""]
     n = len(tokens)
     you = sum(t in ("you", "your", "you're", "yourself") for t in tokens) / n
@@ -117,19 +116,18 @@ def fit_and_save(encode, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS
 
 
 class RoleModel:
-    def __init__(self, res: Resources, weights: Weights, card: artefacts.ModelCard):
+    def __init__(self, res: Encoder, weights: Weights, card: artefacts.ModelCard):
         self.res, self.weights, self.card = res, weights, card
 
     @classmethod
-    def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> RoleModel:
+    def load(cls, res: Encoder, folder: Path = artefacts.ARTEFACTS_DIR) -> RoleModel:
         weights, card = artefacts.load(NAME, feature_version=FEATURE_VERSION, current_hash=current_hash(),
                                        folder=folder)
         return cls(res, weights, card)
 
     def predict(self, sentences: list[str]) -> np.ndarray | None:
         """Out-of-role probability per sentence, or None without the embedder it was trained on."""
-        embedder = self.res.embedder
-        if not sentences or not self.res.embeddings or getattr(embedder, "name", "") != self.card.embedder:
+        if not sentences or not self.res.embeddings or self.res.embedder_name != self.card.embedder:
             return None
         embedded = self.res.encode(sentences)
         if embedded is None:

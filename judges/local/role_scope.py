@@ -9,32 +9,16 @@ scenarios/judges (see role_model.py), shipped as an artefact.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from app.core.records import VERDICT_ORDER, Verdict
-from app.core.text import split_sentences, strip_citations
+from app.core.text import split_sentences
 from judges.local import patterns
+from judges.local.role_patterns import CHECK, KINDS, pattern_hits
 from judges.schema import DraftContext, Finding
 
 if TYPE_CHECKING:
     from judges.local.resources import Resources
-
-CHECK = "role_scope"
-KINDS: dict[str, Verdict] = {"persona": "reject", "diagnosis": "reject", "therapy": "reject",
-                             "speculation": "warn"}
-
-
-def pattern_hits(sentence: str) -> dict[str, bool]:
-    """Which pattern families a sentence matches (negated mentions do not count)."""
-    negated = re.compile(patterns.section(CHECK)["negated_before"], re.IGNORECASE)
-    text = strip_citations(sentence)
-    hits = {}
-    for family in KINDS:
-        hits[family] = any(not negated.search(text[:m.start()])
-                           for m in patterns.regex(CHECK, family).finditer(text))
-    return hits
-
 
 def check(ctx: DraftContext, res: Resources) -> Finding:
     if not ctx.draft:

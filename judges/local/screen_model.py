@@ -43,9 +43,10 @@ from app.core.config import REPO_ROOT
 from app.core.spelling import is_english_word
 from app.core.text import words
 from judges.local import artefacts, crisis_languages
+from judges.local.crisis_text import IDIOM_MARK, normalise, pattern_hit
 
 if TYPE_CHECKING:
-    from judges.local.resources import Resources
+    from judges.local.encoder import Encoder
     from judges.scenarios import Scenario
 
 NAME = "input_screen"
@@ -117,7 +118,6 @@ def training_messages(*, english: bool = True) -> list[tuple[str, str, Scenario]
     or in the other languages: screen scenarios, and judge scenarios that judge the user message
     alone. A message seen twice keeps its first label; the crisis one when they disagree (recall
     first)."""
-    from judges.local.crisis import IDIOM_MARK, normalise
     from judges.scenarios import load_scenarios
 
     found: dict[str, tuple[str, str, Scenario]] = {}
@@ -432,7 +432,6 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     """Fit the English variants (with and without embeddings) and the other-language one, choose
     thresholds on held-out readings and write the artefact. `encode`: texts -> normalised vectors, or
     None for the lexical variant only."""
-    from judges.local.crisis import pattern_hit
 
     data_hash = current_hash() or ""  # of the data as read now, not as it may be when the fit ends
     messages = training_messages()
@@ -478,14 +477,12 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     return card
 
 
-def reading_features(res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard,
+def reading_features(res: Encoder, bundle: dict[str, Any], card: artefacts.ModelCard,
                      texts: list[str]) -> tuple[dict[str, Any], Any]:
     """The variant of a shipped bundle to read English `texts` with, and their features: the
     embedded variant only with the very embedder it was trained on, and while that embedder works
     (else the lexical variant decides)."""
-    embedder = res.embedder
-    if ("embedded" in bundle and res.embeddings and embedder is not None
-            and getattr(embedder, "name", "") == card.embedder
+    if ("embedded" in bundle and res.embeddings and res.embedder_name == card.embedder
             and (vectors := res.encode(texts)) is not None):
         return bundle["embedded"], features(bundle["embedded"]["vectoriser"], texts, vectors)
     return bundle["lexical"], features(bundle["lexical"]["vectoriser"], texts, None)
@@ -500,19 +497,19 @@ def ready_to_read(bundle: dict[str, Any]) -> dict[str, Any]:
 
 
 class ScreenModel:
-    """The shipped classifier, loaded once per Resources."""
+    """The shipped classifier, loaded once per process."""
 
-    def __init__(self, res: Resources, bundle: dict[str, Any], card: artefacts.ModelCard):
+    def __init__(self, res: Encoder, bundle: dict[str, Any], card: artefacts.ModelCard):
         self.res, self.bundle, self.card = res, ready_to_read(bundle), card
 
     @classmethod
-    def load(cls, res: Resources, folder: Path = artefacts.ARTEFACTS_DIR) -> ScreenModel:
+    def load(cls, res: Encoder, folder: Path = artefacts.ARTEFACTS_DIR) -> ScreenModel:
         bundle, card = artefacts.load(NAME, feature_version=FEATURE_VERSION, current_hash=current_hash(),
                                       folder=folder)
         return cls(res, bundle, card)
 
     def read(self, normalised: str) -> Reading:
-        """An English message, normalised as `crisis.normalise` does with the idiom mark."""
+        """An English message, normalised as `crisis_text.normalise` does with the idiom mark."""
         return self._reading(*reading_features(self.res, self.bundle, self.card, [normalised]))
 
     def is_english(self, message: str) -> bool:

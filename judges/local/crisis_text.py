@@ -1,0 +1,76 @@
+"""A message as the input screen reads it, before any model: lower case, slang and one-letter
+misspellings rewritten, idioms marked (`normalise`), and the high-precision English crisis
+patterns (crisis_patterns.yaml: each with an id and tested examples, `pattern_hit`). It imports
+no model, so the screen's models and the crisis check both build on it."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import Field
+
+from app.core.records import Record
+from app.core.spelling import Speller
+from app.core.text import split_sentences
+from judges.local import patterns
+
+PATTERNS_FILE = Path(__file__).with_name("crisis_patterns.yaml")
+IDIOM_MARK = " figureofspeech "  # what the learned layer reads where an idiom was
+
+
+class CrisisPattern(Record):
+    id: str = Field(pattern=r"^[a-z_]+$")
+    pattern: str
+    crisis: list[str] = Field(min_length=1)
+    safe: list[str] = Field(min_length=1)
+
+
+class CrisisPatternsFile(Record):
+    patterns: list[CrisisPattern]
+
+
+@cache
+def crisis_patterns() -> list[tuple[CrisisPattern, re.Pattern[str]]]:
+    data = CrisisPatternsFile.model_validate(yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8")))
+    return [(p, re.compile(patterns.expand(p.pattern), re.IGNORECASE)) for p in data.patterns]
+
+
+@cache
+def _normaliser() -> tuple[re.Pattern[str], dict[str, str]]:
+    mapping = {k.lower(): v for k, v in patterns.section("crisis")["normalise"].items()}
+    keys = sorted(mapping, key=len, reverse=True)
+    return re.compile(r"(?<![\w'])(" + "|".join(re.escape(k) for k in keys) + r")(?![\w'])"), mapping
+
+
+@cache
+def _speller() -> Speller:
+    """Misspelt risk words ("myslef", "hurtng") are read as the word meant."""
+    return Speller(patterns.section("crisis")["fuzzy_targets"], min_length=5)
+
+
+def normalise(text: str, *, remove_idioms: bool = True, idiom_mark: str = " ") -> str:
+    """Lower case, straight quotes, slang and misspellings rewritten, idioms replaced by
+    `idiom_mark` (the learned layer reads a word there, so "I want to cut down on coffee" does
+    not become "I want to coffee")."""
+    text = re.sub(r"[’‘`]", "'", text.lower())
+    text = re.sub(r"[“”]", '"', text)
+    text = _speller().correct(text)
+    pattern, mapping = _normaliser()
+    text = pattern.sub(lambda m: mapping[m.group(1)], text)
+    if remove_idioms:
+        text = patterns.regex("crisis", "idioms").sub(idiom_mark, text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def pattern_hit(text: str) -> tuple[str, str] | None:
+    """(pattern id, the sentence it matched) for the first high-precision pattern in `text`."""
+    for sentence in split_sentences(text) or [text]:
+        normed = normalise(sentence)
+        for item, rx in crisis_patterns():
+            if rx.search(normed):
+                return item.id, sentence
+    whole = normalise(text)  # a pattern may span a sentence break ("I took them all. 40 pills")
+    return next(((item.id, text) for item, rx in crisis_patterns() if rx.search(whole)), None)
