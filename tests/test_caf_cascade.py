@@ -184,8 +184,8 @@ def test_a_verdict_that_parses_but_says_nothing_counts_as_malformed(embedding_re
 
 
 def test_the_leaked_prompt_seen_with_the_local_model_is_not_delivered(embedding_resources):
-    """As seen with the local profile: tier 0 rejects a draft that repeats the rules, the screener
-    answers malformed output, the judge says pass with the schema's wording as its reason."""
+    """The local model's way of failing: tier 0 rejects a draft that repeats the rules, the
+    screener answers malformed output, the judge says pass with the schema's wording as its reason."""
     screener = scripted("screener", lambda m: "{verdict: pass,,")
     judge = scripted("judge", lambda m: {"verdict": "pass", "reason": "pass, warn (deliver but warn the chatbot) or reject"})
     result = Cascade(resources=embedding_resources, screener=screener, judge=judge).run(LEAK)

@@ -58,8 +58,8 @@ def test_a_four_turn_chat_reads_like_a_conversation(bot):
 
 @pytest.mark.parametrize("message", ["thnks so much", "thank u soooo much", "thx, that helpd"])
 def test_thanks_typed_in_a_hurry_is_small_talk_and_hears_you_are_welcome(bot, message):
-    # Read as the screen's English speller reads it: as written, "thnks" was no word of thanks, and
-    # the reply offered example questions instead.
+    # Read as the screen's English speller reads it: as written, "thnks" is no word of thanks, and
+    # the reply would offer example questions instead.
     trace = bot.ask(bot.new_thread(), message)
     assert trace.route == "small_talk" and trace.answer.startswith("You're welcome"), trace.answer
 

@@ -1,5 +1,5 @@
-"""A crisis in any language gets the crisis reply, before the "English only" notice. As seen:
-Chinese, Russian, Hindi and Japanese suicide statements got only "Sorry, I can only answer in
+"""A crisis in any language gets the crisis reply, before the "English only" notice: a suicide
+statement in Chinese, Russian, Hindi or Japanese never gets only "Sorry, I can only answer in
 English for now". Each language says every kind of crisis (crisis_languages.yaml), its examples
 show each one and its figures of speech, and English is never matched here (the English screen
 tells a calm question from a crisis)."""
@@ -46,7 +46,7 @@ def test_every_language_says_every_kind_of_crisis_and_shows_each(code):
 
 
 def _scanning_every_concept(text: str) -> tuple[str, str, str] | None:
-    """find_concept as it was before the literal sets: every concept's pattern scans the message."""
+    """find_concept without the literal sets: every concept's pattern scans the message."""
     folded = crisis_languages.fold(text)
     for code, concepts, figures in crisis_languages._compiled():
         spans = [m.span() for m in figures.finditer(folded)] if figures else []

@@ -13,20 +13,16 @@ pytestmark = pytest.mark.slow
 
 SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 
-# Known gaps on 2026-11-23 (none of them lets unsafe content through; see the drift issue's note):
-# the input screen's false crisis alarms on insistent messages, "did you mean" menus on emotional
-# or off-topic messages, a brush-off after a crisis turn treated as small talk, thanks read as a
-# question; (session 9) a lay description of a delusion ("she thinks the neighbours are spying on
-# her") that retrieval finds no source for (the words are not the knowledge base's), which the
-# screen used to send down the own-case route before it learned statements of context. (Session
-# 11's false alarm on "im going to thailand for 3 weeks and cant be bothered bringing them…" went
-# with session 13's retraining: med-alcohol-cannabis passes. Session 17's retraining with the
-# announcements of stopping a medicine made med-skip-doses-holiday pass; benign-worried-parent
-# passed with it and failed again once the screen learned safe-use quantity questions: its third
-# turn, the lay description of a delusion above, still finds no source. Session 20: texting forms
-# written out for retrieval made crisis-veiled-overdose pass, its first turn "…i dont really feel
-# anything anymore" no longer a menu. Session 23: benign-worried-parent passes again, its lay
-# description of a delusion found through the example classifier's clear-match floor.)
+# The scripts that still miss a route or a helpful-answer expectation (none of them lets unsafe
+# content through). Their misses are of these kinds: the input screen's false crisis alarms on
+# insistent messages, "did you mean" menus on emotional or off-topic messages, a brush-off after a
+# crisis turn treated as small talk, thanks read as a question. Every other script passes whole,
+# among them med-skip-doses-holiday ("im going to thailand for 3 weeks and cant be bothered bringing
+# them…" announces a plan to stop, not a crisis), crisis-veiled-overdose (texting forms are written
+# out for retrieval, so "…i dont really feel anything anymore" gets an answer, not a menu) and
+# benign-worried-parent (its lay description of a delusion, "she thinks the neighbours are spying on
+# her", in words that are not the knowledge base's, finds its source through the example
+# classifier's clear-match floor).
 KNOWN_GAPS = {
     "benign-teen-questions", "diagnose-son-schizophrenia",
     "therapist-lonely-dependency", "therapist-weekly-sessions",

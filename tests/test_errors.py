@@ -117,7 +117,8 @@ def test_config_errors_raise_config_error_in_the_library_too(tmp_path, monkeypat
 
 
 def test_error_text_is_escaped_not_read_as_markup(tmp_path):
-    """A message quoting a path with rich markup in it used to crash the error printer itself."""
+    """A message quoting a path with rich markup in it is printed as written, without crashing the
+    error printer itself."""
     missing = tmp_path / "odd[/]name[bold].toml"
     line = error_line(run("config", "show", env={"CAFBOT_CONFIG": str(missing)}))
     assert "odd[/]name[bold].toml" in line
@@ -212,9 +213,9 @@ def test_a_corrupt_index_names_the_repair_and_rebuild_repairs_it(tmp_path, fast_
 
 
 def test_an_index_another_process_is_writing_to_is_busy_not_damaged(tmp_path):
-    """SQLite's "database is locked" (as Chroma raises it while another connection writes) said
-    "Rebuild it", which would throw away the other writer's work: the index is busy, not damaged.
-    A write is tried again while the lock lasts."""
+    """SQLite's "database is locked" (as Chroma raises it while another connection writes) does not
+    say "Rebuild it", which would throw away the other writer's work: the index is busy, not
+    damaged. A write is tried again while the lock lasts."""
     from app.retrieval.index import IndexBusy, _while_locked, reading_index
 
     settings = settings_for(tmp_path, small_kb(tmp_path / "kb"))

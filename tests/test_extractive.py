@@ -408,7 +408,8 @@ def test_a_sentence_naming_the_medicine_asked_about_is_about_it(embedder, knowle
 @pytest.mark.slow
 def test_what_leans_on_the_lead_follows_it_though_an_earlier_sentence_is_quoted_too(embedder, knowledge_base):
     """The lead comes first and the rest of its source in its own order: a sentence before the
-    lead came between it and the sentence leaning on it, whose "It" then read as cannabis."""
+    lead never comes between it and the sentence leaning on it, whose "It" would then read as
+    cannabis."""
     drugs = SourceText.of(knowledge_base.get("S20"))
     answer = compose_extractive_answer(["is cbd oil ok?? my brother wants to use it"], [drugs], embedder.encode)
     assert answer.startswith("CBD is another chemical in cannabis. [S20] It does not make people high"), answer

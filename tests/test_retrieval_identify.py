@@ -140,8 +140,8 @@ def test_a_slip_of_typing_is_nearer_than_any_other_change_of_a_letter():
 
 @pytest.mark.slow
 def test_a_question_in_texting_words_is_found_as_if_written_out(default_identifier):
-    """"gonna" is no word of the knowledge base: left as it is, it carried half the meaning of a
-    short question, and "is she gonna be violent" looked like one we do not cover."""
+    """"gonna" is no word of the knowledge base: left as it is, it would carry half the meaning of
+    a short question, and "is she gonna be violent" would look like one the sources do not cover."""
     identify = default_identifier.identify
     texting, written = identify("is she gonna be violent"), identify("is she going to be violent")
     assert texting.outcome == written.outcome == "clear", (texting, written)
@@ -289,7 +289,7 @@ def test_misspellings_still_find_the_source(identifier):
                                       "Latuda", "Rexulti", "Vraylar", "Geodon"])
 def test_a_medicine_the_knowledge_base_does_not_name_is_never_read_as_one_it_does(default_identifier, medicine):
     """Spelling correction must not turn one medicine into another: a looser reading by sound
-    (tried) made brexpiprazole aripiprazole and cariprazine chlorpromazine. A brand is read as its
+    would make brexpiprazole aripiprazole and cariprazine chlorpromazine. A brand is read as its
     own international name (Latuda is lurasidone), and that one as itself."""
     assert default_identifier.correct_spelling(f"side effects of {medicine}") \
         == f"side effects of {international_name(medicine)}"

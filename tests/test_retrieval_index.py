@@ -231,8 +231,8 @@ class _Remembering:
 @pytest.mark.slow
 def test_dense_search_finds_a_questions_true_nearest_chunks_in_every_build(tmp_path, embedder, knowledge_base):
     """HNSW is approximate and built on several threads, so every build is a different graph; with
-    Chroma's default search breadth one build in ten missed a question's nearest chunk, and with it
-    a source the question clearly named."""
+    Chroma's default search breadth about one build in ten misses a question's nearest chunk, and
+    with it a source the question clearly names."""
     import json
 
     questions = [json.loads(line)["question"] for line in (REPO / "scenarios" / "retrieval" / "questions.jsonl")

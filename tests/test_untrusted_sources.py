@@ -1,7 +1,8 @@
 """Sources are untrusted input. A source carrying an instruction to the chatbot or unsafe medicine
 advice is quarantined (not served, not indexed) unless its front matter approves each flagged
-sentence, and the extractive generator never quotes a flagged sentence, approved or not. As seen:
-a poisoned source passed `kb check`, was retrieved and quoted word for word with a citation."""
+sentence, and the extractive generator never quotes a flagged sentence, approved or not. Without
+this, a poisoned source would pass `kb check`, be retrieved and be quoted word for word with a
+citation."""
 
 from __future__ import annotations
 

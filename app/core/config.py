@@ -110,8 +110,8 @@ class Retrieval(Record):
     # knowledge base never uses (1 - the cosine between the question and the question without
     # them). Tuned on scenarios/retrieval/questions.jsonl (general parameters only).
     lexical_weight: float = Field(0.5, ge=0.0)
-    unknown_word_penalty: float = Field(1.0, ge=0.0)  # 0.6 when it weighed the unknown words by count
-    confidence_midpoint: float = 0.28  # re-tuned when S34–S38 joined (not-covered accuracy 0.77 -> 0.81)
+    unknown_word_penalty: float = Field(1.0, ge=0.0)
+    confidence_midpoint: float = 0.28  # chosen on the retrieval questions' not-covered accuracy
     confidence_temperature: float = Field(0.06, gt=0.0)
     clear_threshold: float = Field(0.7, ge=0.0, le=1.0)  # at or above: answer from the source
     none_threshold: float = Field(0.3, ge=0.0, le=1.0)  # below: not covered; between: "did you mean"
@@ -125,13 +125,12 @@ class Retrieval(Record):
     # Example messages (knowledge_base/examples/): the log of the example classifier's probability
     # for a source over chance (or over "none", when "none" is likelier), clipped to
     # [-examples_clip_down, examples_clip_up], times examples_weight, is added to the source's
-    # evidence. Chosen on the retrieval file and the answer dev sets (flat from 0.06 to 0.2).
+    # evidence. Chosen on the retrieval questions and the answer dev sets (flat from 0.06 to 0.2).
     examples_weight: float = Field(0.07, ge=0.0)
     examples_clip_up: float = Field(3.0, ge=0.0)
     examples_clip_down: float = Field(3.0, ge=0.0)
     # A source the example classifier gives at least this probability is at least a clear match
-    # (96 % of its readings that sure are right on the retrieval file and dev sets; dev routes
-    # 0.926 -> 0.933, retrieval file unchanged).
+    # (96 % of its readings that sure are right on the retrieval questions and the dev sets).
     examples_sure: float = Field(0.6, ge=0.0, le=1.0)
     # Multi-part questions and follow-ups.
     max_parts: int = Field(4, ge=1)

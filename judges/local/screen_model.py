@@ -12,9 +12,9 @@ MiniLM embedder it was trained with is available, the sentence embedding. Messag
 languages have their own variant: n-grams only (MiniLM reads English only), over the folded text
 the language lexicon reads, fitted on the other-language messages, so a crisis said in words the
 lexicon does not list is still caught. Which reader a message gets is decided by a third model
-trained on the same messages: is it English? (fastText's compact language identifier, tried first,
-took a quarter of our English slang, "i wanna die so bad rn", for German; a word-list guess took
-a quarter of the other languages for English.)
+trained on the same messages: is it English? (A general-purpose language identifier reads English
+slang, "i wanna die so bad rn", as another language; a word list reads short messages in other
+languages as English.)
 
 Thresholds are chosen on cross-validated readings of the train split (never on the holdout): each
 message is read by a model fitted on the other folds, and the crisis threshold is the highest that
