@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from judges.local import Resources, artefacts, request_kind, role_model, screen_model
+from judges.local import Resources, artefacts, context_model, request_kind, role_model, screen_model
 from judges.local.artefacts import ArtefactError
 
 
@@ -82,6 +82,20 @@ def test_a_stale_artefact_stops_start_up(shipped_copy, monkeypatch):
     monkeypatch.setattr(screen_model, "current_hash", lambda: "0" * 64)
     with pytest.raises(ArtefactError, match=r"stale, its training data .* changed after it was trained"):
         Resources(artefacts_dir=shipped_copy)
+
+
+def test_a_damaged_model_file_stops_start_up_however_its_card_reads(shipped_copy):
+    model = shipped_copy / f"{role_model.NAME}.joblib"
+    model.write_bytes(model.read_bytes()[:-1] + b"\0")
+    with pytest.raises(ArtefactError, match=r"role_scope\.joblib: its model file's checksum differs"):
+        Resources(artefacts_dir=shipped_copy)
+
+
+def test_every_shipped_card_carries_its_model_file_s_checksum():
+    for module in (screen_model, role_model, request_kind, context_model):
+        card = artefacts.ModelCard.model_validate_json(
+            (artefacts.ARTEFACTS_DIR / f"{module.NAME}.card.json").read_text(encoding="utf-8"))
+        assert card.sha256 == artefacts.file_sha256(artefacts.ARTEFACTS_DIR / f"{module.NAME}.joblib"), module.NAME
 
 
 def test_an_artefact_for_other_features_stops_start_up(shipped_copy):

@@ -1,12 +1,13 @@
-"""Learned checks are built artefacts: fitted by `cafbot judges train` (run by `make` when one is
-missing or stale, `make train` to force it), loaded at run time, never trained there. They are
-not kept in git: training is seeded, so a checkout rebuilds the same models and figures.
+"""Learned checks are built artefacts: fitted by `cafbot judges train` (`make train`), shipped in
+the repository, loaded at run time, never trained there. Training is seeded, so `make train` on a
+checkout rebuilds the same models and figures.
 
 Each artefact is two files in judges/local/artefacts/: `NAME.joblib` (the fitted model) and
 `NAME.card.json` (its model card: what it was trained on, how it did on a dev split it never saw,
-its thresholds, when). A data file edited after training makes the artefact stale: with the
-training data at hand (a source checkout), start-up compares its hash with the card's and stops
-with the command that fixes it, so a safety model never changes silently, or silently not.
+its thresholds, when, and the model file's sha256). Loading verifies the checksum, so a damaged
+or replaced file is never used. A data file edited after training makes the artefact stale: with
+the training data at hand (a source checkout), start-up compares its hash with the card's and
+stops with the command that fixes it, so a safety model never changes silently, or silently not.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class ModelCard(Record):
     embedder: str = ""  # the sentence embedder its features were computed with ("" for none)
     trained_at: str = ""
     notes: str = ""
+    sha256: str = ""  # of NAME.joblib as written
 
 
 def data_hash(files: Iterable[Path], extra: Any = None) -> str:
@@ -53,11 +55,20 @@ def data_hash(files: Iterable[Path], extra: Any = None) -> str:
     return digest.hexdigest()
 
 
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def save(name: str, model: Any, card: ModelCard, folder: Path = ARTEFACTS_DIR) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     card = card.model_copy(update={"trained_at": datetime.now(UTC).isoformat(timespec="seconds")})
     # xz: about half the size of zlib for these coefficient matrices, for ~0.2 s more at load.
     joblib.dump(model, folder / f"{name}.joblib", compress=("xz", 6))
+    card = card.model_copy(update={"sha256": file_sha256(folder / f"{name}.joblib")})
     (folder / f"{name}.card.json").write_text(card.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return folder / f"{name}.joblib"
 
@@ -96,6 +107,8 @@ def _inspect(name: str, *, feature_version: int, current_hash: str | None,
         return None, f"its model card is unreadable ({error})"
     if card.feature_version != feature_version:
         return card, f"built for features v{card.feature_version}, the code reads v{feature_version}"
+    if card.sha256 != file_sha256(model_path):
+        return card, "its model file's checksum differs from its card's: damaged, or not the file trained"
     if current_hash is not None and current_hash != card.data_hash:
         folders = sorted({str(Path(f).parent) for f in card.data_files})
         return card, f"stale, its training data ({', '.join(folders)}) changed after it was trained"
