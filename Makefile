@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 QUESTION ?= What are the early warning signs of relapse, and what should we do?
 
-.PHONY: app demo test lint bench eval train artefacts screenshots clean
+.PHONY: app demo test lint bench results train artefacts screenshots clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,8 @@ $(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
 	  -e '.[dev,local]'
 	touch $@ $(VENV)/.installed-runtime
 
-# The learned checks are built here, not kept in git: the first run trains them (about 10 minutes
-# on two cores, seeded, so the published figures reproduce); later runs only when their training
-# data or features changed.
+# The learned checks ship in the repository, checksummed: this verifies them and rebuilds only one
+# whose training data or features changed (a deployment's own screen_training/, for example).
 artefacts: $(VENV)/.installed-runtime
 	$(BIN)/cafbot judges train --if-needed
 
@@ -56,25 +55,28 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-# Fit every learned check again on the train splits, whatever their state, and write its artefact
-# and model card (judges/local/artefacts/, git-ignored). Run time only loads them.
+# Fit every learned check again on the train splits, whatever their state (seeded: the same data
+# gives the same models), and write its artefact and model card. Run time only loads them.
 train: $(VENV)/.installed-runtime
 	$(BIN)/cafbot judges train
 
-eval: $(VENV)/.installed-runtime artefacts
-	$(BIN)/cafbot kb eval --json .cafbot/kb_eval.json
-	$(BIN)/cafbot kb eval scenarios/retrieval/holdout.jsonl --json .cafbot/kb_holdout.json
-	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json .cafbot/judges_test.json
-	$(BIN)/cafbot judges eval scenarios/judges/holdout --tiers 0 --json .cafbot/judges_holdout.json
-	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json .cafbot/screen_holdout.json
-	$(BIN)/cafbot judges eval scenarios/screen/in_context/holdout --tiers 0 --json .cafbot/screen_context_holdout.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev-mixed-questions.jsonl --json .cafbot/answers_dev-mixed-questions.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev-mixed-questions-detailed.jsonl --json .cafbot/answers_dev-mixed-questions-detailed.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev-mid-conversation.jsonl --json .cafbot/answers_dev-mid-conversation.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev-own-case-vs-general.jsonl --json .cafbot/answers_dev-own-case-vs-general.json
-	$(BIN)/cafbot eval answers scenarios/answers/dev-own-case-requests.jsonl --json .cafbot/answers_dev-own-case-requests.json
-	$(BIN)/cafbot eval answers scenarios/answers/holdout-mixed-questions.jsonl --json .cafbot/answers_holdout-mixed-questions.json
-	$(BIN)/cafbot eval answers scenarios/answers/holdout-mixed-questions-from-sources.jsonl --json .cafbot/answers_holdout-mixed-questions-from-sources.json
+# Every published figure: each evaluation's JSON into docs/results/, then docs/results.md and the
+# README's table from them (app/evaluation/results.py lists the same commands).
+results: $(VENV)/.installed-runtime artefacts
+	$(BIN)/cafbot kb eval scenarios/retrieval/questions.jsonl --json docs/results/retrieval_dev.json
+	$(BIN)/cafbot kb eval scenarios/retrieval/holdout.jsonl --json docs/results/retrieval_holdout.json
+	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json docs/results/screen_holdout.json
+	$(BIN)/cafbot judges eval scenarios/screen/in_context/holdout --tiers 0 --json docs/results/screen_context_holdout.json
+	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json docs/results/judges_test.json
+	$(BIN)/cafbot judges eval scenarios/judges/holdout --tiers 0 --json docs/results/judges_holdout.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-mixed-questions.jsonl --json docs/results/answers_dev_mixed_questions.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-mixed-questions-detailed.jsonl --json docs/results/answers_dev_mixed_questions_detailed.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-mid-conversation.jsonl --json docs/results/answers_dev_mid_conversation.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-own-case-vs-general.jsonl --json docs/results/answers_dev_own_case_vs_general.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-own-case-requests.jsonl --json docs/results/answers_dev_own_case_requests.json
+	$(BIN)/cafbot eval answers scenarios/answers/holdout-mixed-questions.jsonl --json docs/results/answers_holdout_mixed_questions.json
+	$(BIN)/cafbot eval answers scenarios/answers/holdout-mixed-questions-from-sources.jsonl --json docs/results/answers_holdout_mixed_questions_from_sources.json
+	$(BIN)/cafbot eval report
 
 # The README's screenshots, taken by the browser test (needs Debian's chromium).
 screenshots: $(VENV)/.installed-dev

@@ -39,3 +39,17 @@ def test_every_cli_command_in_the_readme_exists():
     for command in commands:
         result = CliRunner().invoke(cli, [*command, "--help"])
         assert result.exit_code == 0, f"cafbot {' '.join(command)}: {result.output}"
+
+
+def test_the_readme_is_a_front_door_not_a_notebook():
+    assert len(README.splitlines()) <= 350
+
+
+def test_the_documents_speak_of_the_product_never_of_how_it_was_made():
+    process = re.compile(r"\bsession \d+|\bsessions \d+|\bhelpers?\b|fresh[- ]authors?|\bblind raters?\b|"
+                         r"\b(?:a|the) (?:third|fourth|fifth|new) author\b|fresh-eyes|\bthe brief\b", re.IGNORECASE)
+    documents = [REPO / "README.md", REPO / "CHANGELOG.md", *(REPO / "docs").glob("*.md"),
+                 *(REPO / "scenarios").rglob("README.md"), *(REPO / "examples").rglob("README.md")]
+    found = [f"{path.relative_to(REPO)}:{n}: {line.strip()[:80]}" for path in documents
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if process.search(line)]
+    assert not found, "\n".join(found)

@@ -63,3 +63,14 @@ def eval_answers(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
         console.print(f"[dim]wrote {escape(str(json_out))}[/]")
+
+
+@cli.command("report")
+@friendly_errors
+def eval_report() -> None:
+    """Write docs/results.md and the README's figures from the evaluation files in docs/results/
+    (`make results` runs the evaluations first)."""
+    from app.evaluation.results import write
+
+    for path in write():
+        console.print(f"wrote {escape(str(path))}")

@@ -65,20 +65,29 @@ def check(path: Annotated[Path | None, typer.Argument(help="Knowledge-base folde
 
 def report_request_kinds(kb, embedder: Embedder) -> None:
     """Per kind of request about one's own case the input screen reads, the boundary cards that
-    answer it; a kind without one gets the generic boundary reply."""
+    answer it; for a kind without one, the safety fact its boundary reply will give instead (the
+    sources' sentence for it, else the profile's), or that it gives none."""
+    from app.core.profile import load_profile
+    from app.core.records import SourceText
+    from app.generation.safety_facts import SourcedFacts
     from judges.local import Resources
 
     kinds = Resources(embedder).request_kind.kinds
     answering = {kind: [c.id for c in kb.cards if kind in c.requests] for kind in kinds}
+    sourced = SourcedFacts([(s.id, SourceText.of(s).text) for s in kb], lambda texts: embedder.encode(list(texts)))
+    general = load_profile(kb.path).safety_fact
     table = Table(title="Requests about one's own case, and the cards that answer them", title_justify="left")
     table.add_column("kind of request")
     table.add_column("answer cards")
+    table.add_column("without a card, the safety fact given")
     for kind, cards in answering.items():
-        table.add_row(escape(kind), escape(", ".join(cards)) if cards else "[yellow]none[/]")
+        fact = "" if cards else (sourced.fact_for(kind) or general or "[yellow]none[/]")
+        table.add_row(escape(kind), escape(", ".join(cards)) if cards else "[yellow]none[/]",
+                      fact if fact.startswith("[yellow]") else escape(fact))
     console.print(table)
     if missing := [kind for kind, cards in answering.items() if not cards]:
         console.print(f"[yellow]{len(missing)} kinds of request have no answer card[/] ({escape(', '.join(missing))}): "
-                      "they get the generic boundary reply (what the bot cannot do, and who to ask)")
+                      "their boundary reply says what the bot cannot do, the safety fact above, and who to ask")
 
 
 def report_unvetted_cards(kb, settings: Settings, embedder: Embedder) -> bool:
