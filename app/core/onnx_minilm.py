@@ -44,7 +44,9 @@ def exported(model_path: Path, cache_dir: Path) -> Path | None:
 def _export(model_path: Path, path: Path) -> None:
     import torch
     from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar on a first start
     model = AutoModel.from_pretrained(str(model_path)).eval()
 
     class LastHiddenState(torch.nn.Module):

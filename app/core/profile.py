@@ -28,9 +28,10 @@ class Profile(Record):
     example_question: str = ""  # the empty message's hint; none: no example given
     title: str = "Questions and answers"  # the app's page
     input_hint: str = "Ask a question…"  # the app's input box
-    # Words that name the condition ("schizophrenia", "psychotic"): with them a clause only tells
-    # the asker's situation ("my son has schizophrenia") and example messages are also learnt
-    # after such a clause. None given: `topic`'s words, when the profile names one.
+    # Words that name the condition, its names first ("schizophrenia", "psychosis", "psychotic"):
+    # with them a clause only tells the asker's situation ("my son has schizophrenia"), and example
+    # messages are also learnt after openings that name it by its first two. None given: `topic`'s
+    # words, when the profile names one.
     topic_words: list[str] = Field(default_factory=list)
     # A boundary reply's safety fact when no answer card and no source sentence gives one for the
     # kind of request ("Decisions about your treatment are made with your care team.").

@@ -33,11 +33,11 @@ Embed = Callable[[list[str]], np.ndarray]
 _C = 4.0
 _BATCH = 256
 _KEEP = 8  # fits kept in the cache
-# `{condition}` is the profile's first word for the condition ("schizophrenia"); without one, only
-# the framings that name none.
+# `{condition}` and `{also}` are the profile's first two names for the condition ("schizophrenia",
+# "psychosis"); without any, only the framings that name none.
 _FRAMINGS = (
     "My brother has {condition}.", "my mum was diagnosed with {condition} a few years ago,",
-    "I'm 19 and I was diagnosed last year.", "My son has {condition}.", "my wife has {condition} and",
+    "I'm 19 and I was diagnosed last year.", "My son has {also}.", "my wife has {condition} and",
     "Hi, my dad has {condition}.", "i have {condition}.", "Our daughter was just diagnosed.",
     "My best friend has {condition},", "I've had {condition} for 20 years.",
     "my partner was diagnosed in hospital last month.", "My sister has been unwell for a while.",
@@ -48,7 +48,8 @@ def framings(condition_words: Sequence[str]) -> list[str]:
     """The scene-setting openings, naming the condition as the deployment's profile does."""
     if not condition_words:
         return [f for f in _FRAMINGS if "{" not in f]
-    return [f.format(condition=condition_words[0]) for f in _FRAMINGS]
+    also = condition_words[1] if len(condition_words) > 1 else condition_words[0]
+    return [f.format(condition=condition_words[0], also=also) for f in _FRAMINGS]
 
 
 class ExampleClassifier:
