@@ -11,7 +11,8 @@ import pytest
 
 from app.core.records import Turn
 from judges.local import Resources, crisis
-from judges.local.crisis import crisis_patterns, detect_crisis, normalise, pattern_hit
+from judges.local.crisis import detect_crisis
+from judges.local.crisis_text import crisis_patterns, normalise, pattern_hit
 from judges.schema import DraftContext
 
 LEXICAL = Resources()  # no embedder: the patterns and the learned layer's lexical variant
