@@ -39,7 +39,7 @@ def test_a_deployment_adds_medicines_and_names_and_keeps_the_products(tmp_path):
 
 @pytest.mark.parametrize(("text", "message"), [
     ("medicines:\n  lithium: {klass: mood}\n", r"medicines\.yaml: field 'medicines\.lithium\.klass'"),
-    ("medicines: [lithium\n", r"medicines\.yaml: not valid YAML"),
+    ("medicines: [lithium\n", r"medicines\.yaml(:\d+)?: not valid YAML"),
 ])
 def test_a_bad_deployment_file_is_one_line_naming_the_file_and_field(tmp_path, text, message):
     (tmp_path / DEPLOYMENT_FILE).write_text(text)

@@ -19,10 +19,9 @@ import re
 from functools import cache, cached_property
 from pathlib import Path
 
-import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from app.core.errors import ConfigError
+from app.core.datafiles import load_yaml
 from app.core.records import Record
 
 PRODUCT_FILE = Path(__file__).with_name("medicines.yaml")
@@ -47,14 +46,7 @@ class MedicinesFile(Record):
 
 
 def _read(path: Path) -> MedicinesFile:
-    try:
-        return MedicinesFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from error
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(the file)"
-        raise ConfigError(f"{path}: field {field!r}: {first['msg']}") from error
+    return load_yaml(path, MedicinesFile)
 
 
 def _merged(base: MedicinesFile, extra: MedicinesFile) -> MedicinesFile:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from app.core.errors import ConfigError
+from app.core.datafiles import load_yaml
 from app.core.records import Record
 
 PROFILE_FILE = "profile.yaml"
@@ -56,14 +55,4 @@ def load_profile(kb_path: Path) -> Profile:
 
 @cache
 def _load(path: Path) -> Profile:
-    if not path.is_file():
-        return Profile()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        return Profile.model_validate(data)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML ({str(error).splitlines()[0]})") from error
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(the file)"
-        raise ConfigError(f"{path}: field {field!r}: {first['msg']}") from error
+    return load_yaml(path, Profile) if path.is_file() else Profile()
