@@ -59,6 +59,7 @@ lint: $(VENV)/.installed-dev
 # gives the same models), and write its artefact and model card. Run time only loads them.
 train: $(VENV)/.installed-runtime
 	$(BIN)/cafbot judges train
+	$(BIN)/python -c 'from app.retrieval.examples import ship_default_fit; print("wrote", ship_default_fit())'
 
 # Every published figure: each evaluation's JSON into docs/results/, then docs/results.md and the
 # README's table from them (app/evaluation/results.py lists the same commands).

@@ -207,3 +207,17 @@ def test_a_source_the_examples_are_sure_of_is_a_clear_match_below_retrieval_s_ow
     assert found.outcome == "clear" and found.candidates[0].source_id == "V01", found
     own_words = sure.identify("Can I ask my employer for reasonable adjustments such as part-time hours?")
     assert own_words.candidates[0].source_id == "W01", own_words
+
+
+def test_the_default_deployment_s_example_fit_ships_for_its_examples_as_they_are():
+    """A first start loads it instead of embedding thousands of messages; `make train` writes it."""
+    from app.core.config import DEFAULT_KNOWLEDGE_BASE
+    from app.core.embeddings import MODEL_NAME
+    from app.core.profile import load_profile
+    from app.kb.loader import load_knowledge_base
+    from app.retrieval.examples import SHIPPED_DIR, fit_key, training_texts
+
+    texts, labels = training_texts(load_knowledge_base(DEFAULT_KNOWLEDGE_BASE).examples,
+                                   load_profile(DEFAULT_KNOWLEDGE_BASE).condition_words)
+    key = fit_key(texts, labels, MODEL_NAME)
+    assert [p.name for p in SHIPPED_DIR.glob("examples-*.joblib")] == [f"examples-{key}.joblib"], "run `make train`"

@@ -33,6 +33,9 @@ Embed = Callable[[list[str]], np.ndarray]
 _C = 4.0
 _BATCH = 256
 _KEEP = 8  # fits kept in the cache
+# The default deployment's fit ships here, so a first start does not embed its thousands of
+# example messages; any other set of examples is fitted once and kept in the cache dir.
+SHIPPED_DIR = Path(__file__).with_name("fitted")
 # `{condition}` and `{also}` are the profile's first two names for the condition ("schizophrenia",
 # "psychosis"); without any, only the framings that name none.
 _FRAMINGS = (
@@ -52,6 +55,22 @@ def framings(condition_words: Sequence[str]) -> list[str]:
     return [f.format(condition=condition_words[0], also=also) for f in _FRAMINGS]
 
 
+def training_texts(sets: Sequence[ExampleSet], condition_words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The messages and their sources, each message once more after a sentence that sets the scene
+    and says nothing of what is asked: people often start so, and without this the classifier
+    learnt the scene of the sources whose examples most often had one ("my brother has
+    schizophrenia, does that mean I'll get it too?" read as "what is schizophrenia?")."""
+    texts = [m for s in sets for m in s.messages]
+    labels = [s.source for s in sets for _ in s.messages]
+    scenes = framings(condition_words)
+    return [*texts, *(f"{scenes[n % len(scenes)]} {m}" for n, m in enumerate(texts))], labels + labels
+
+
+def fit_key(texts: list[str], labels: list[str], model_name: str) -> str:
+    """What a fit is of: the same key, the same classifier."""
+    return hashlib.sha256(json.dumps([model_name, _C, texts, labels]).encode()).hexdigest()[:16]
+
+
 class ExampleClassifier:
     def __init__(self, classes: list[str], model):
         self.classes = classes
@@ -63,18 +82,12 @@ class ExampleClassifier:
             condition_words: Sequence[str] = ()) -> ExampleClassifier | None:
         """Fitted on `sets` (None when they name fewer than two classes: nothing to learn), from
         `cache_dir` when the same examples were fitted before."""
-        texts = [m for s in sets for m in s.messages]
-        labels = [s.source for s in sets for _ in s.messages]
-        # Each message once more after a sentence that sets the scene and says nothing of what is
-        # asked: people often start so, and without this the classifier learnt the scene of the
-        # sources whose examples most often had one ("my brother has schizophrenia, does that
-        # mean I'll get it too?" read as "what is schizophrenia?").
-        scenes = framings(condition_words)
-        texts += [f"{scenes[n % len(scenes)]} {m}" for n, m in enumerate(texts)]
-        labels += labels
+        texts, labels = training_texts(sets, condition_words)
         if len(set(labels)) < 2:
             return None
-        key = hashlib.sha256(json.dumps([model_name, _C, texts, labels]).encode()).hexdigest()[:16]
+        key = fit_key(texts, labels, model_name)
+        if (shipped := SHIPPED_DIR / f"examples-{key}.joblib").is_file():
+            return cls(*joblib.load(shipped))  # the default deployment's fit, made by `make train`
         cached = cache_dir / f"examples-{key}.joblib" if cache_dir else None
         if cached is not None and cached.is_file():
             try:
@@ -115,3 +128,20 @@ def _store(path: Path, fitted: tuple) -> None:
     except OSError:
         pass
 
+
+def ship_default_fit() -> Path:
+    """Fit the default deployment's examples and write the fit where it ships (`make train`)."""
+    from app.core.config import DEFAULT_KNOWLEDGE_BASE
+    from app.core.embeddings import Embedder
+    from app.core.profile import load_profile
+    from app.kb.loader import load_knowledge_base
+
+    kb, embedder = load_knowledge_base(DEFAULT_KNOWLEDGE_BASE), Embedder()
+    for old in SHIPPED_DIR.glob("examples-*.joblib"):
+        old.unlink()
+    SHIPPED_DIR.mkdir(exist_ok=True)
+    fitted = ExampleClassifier.fit(kb.examples, lambda texts: embedder.encode(texts, cache=False), SHIPPED_DIR,
+                                   model_name=embedder.name,
+                                   condition_words=load_profile(DEFAULT_KNOWLEDGE_BASE).condition_words)
+    assert fitted is not None
+    return next(SHIPPED_DIR.glob("examples-*.joblib"))
