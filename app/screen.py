@@ -79,7 +79,8 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     screen.crisis_kind, screen.language = found.crisis_kind, found.language
     screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
-    by_context = _context_then_request(found, cleaned.text, earlier, resources)
+    by_context = _context_then_request(found, cleaned.text, earlier, resources) \
+        or _continues_a_request(found, earlier, resources)
     if by_context:
         screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
     # Read with the user's last few messages: danger only visible with what came before, and,
@@ -157,6 +158,16 @@ def _context_then_request(found: Assessment, text: str, earlier: Sequence[str], 
         return False
     joined = assess(f"{statement.rstrip(' .!')}. {text}", resources)
     return joined.personal_advice and not joined.crisis
+
+
+def _continues_a_request(found: Assessment, earlier: Sequence[str], resources: Resources) -> bool:
+    """A message the learned layer is unsure asks about the writer's own case, right after one it
+    read as such a request, continues that request: "i forgot to take it for the last four days",
+    then "ok to just take my usual amount tonight?" is one request said in two messages."""
+    if found.crisis or found.personal_advice or not found.personal_unsure or not earlier:
+        return False
+    before = assess(earlier[-1], resources)
+    return before.personal_advice and not before.crisis
 
 
 def screened_route(screen: InputScreen) -> str:
