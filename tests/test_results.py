@@ -48,7 +48,7 @@ SHOWN = {"screen": ("n", "crisis_recall", "crisis_false_positive_rate", "route_a
 def test_a_holdout_s_file_is_what_its_command_gives_now(name, tmp_path):
     ev = next(e for e in results.EVALUATIONS if e.name == name)
     out = tmp_path / f"{name}.json"
-    args = ev.command.split()[1:]
+    args = [str(REPO / a) if a.startswith("scenarios/") else a for a in ev.command.split()[1:]]
     outcome = CliRunner().invoke(cli, [*args, "--json", str(out)])
     assert outcome.exit_code == 0, outcome.output
     now, shipped = json.loads(out.read_text()), results.load(name)
