@@ -166,3 +166,18 @@ def fast_bot(tmp_path, knowledge_base):
 
     with bot_factory(tmp_path, services_for) as make:
         yield make
+
+
+@contextmanager
+def app_environment(path: Path, **variables: str):
+    """The Streamlit app's environment for one test module: its data dir and `variables`, with
+    Streamlit's cached chatbot cleared on the way in and out, so the module gets its own."""
+    import streamlit as st
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CAFBOT_DATA_DIR", str(path))
+        for name, value in variables.items():
+            env.setenv(name, value)
+        st.cache_resource.clear()
+        yield path
+    st.cache_resource.clear()

@@ -5,13 +5,13 @@ the same app in Chromium."""
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from app.core.access import hash_code
 from app.core.config import Settings
 from app.session import Conversations
 from app.ui.runtime import staff_limiter
+from tests.conftest import app_environment
 
 pytestmark = pytest.mark.slow
 
@@ -21,13 +21,9 @@ STAFF_CODE = "correct horse battery"
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("app-data")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("CAFBOT_DATA_DIR", str(path))
-        env.setenv("CAFBOT_UI__STAFF_CODE_HASH", hash_code(STAFF_CODE))
-        st.cache_resource.clear()  # one chatbot for this module, on this data dir
+    with app_environment(tmp_path_factory.mktemp("app-data"),
+                         CAFBOT_UI__STAFF_CODE_HASH=hash_code(STAFF_CODE)) as path:
         yield path
-    st.cache_resource.clear()
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from app.core.profile import load_profile
 from judges.local import screen_model
+from tests.conftest import app_environment
 
 pytestmark = pytest.mark.slow
 
@@ -23,13 +23,8 @@ FIRST_DOMAIN = re.compile(r"schizo\w*|psychos\w*|psychotic|antipsychotic\w*|cloz
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("depression-data")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("CAFBOT_DATA_DIR", str(path))
-        env.setenv("CAFBOT_KNOWLEDGE_BASE", str(KB))
-        st.cache_resource.clear()  # a chatbot for this deployment, not the first one's
+    with app_environment(tmp_path_factory.mktemp("depression-data"), CAFBOT_KNOWLEDGE_BASE=str(KB)) as path:
         yield path
-    st.cache_resource.clear()
 
 
 @pytest.fixture
