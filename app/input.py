@@ -12,7 +12,7 @@ import unicodedata
 
 from pydantic import BaseModel
 
-from app.core.config import InputLimits
+from app.core.config_sections import InputLimits
 
 # Zero-width and bidirectional-override characters: invisible, and used to hide injected text.
 _INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")

@@ -189,7 +189,7 @@ def test_the_card_for_the_kind_of_request_wins_over_a_longer_phrasing_it_only_pa
     """A bare request to stop is close to the side-effects card's "should I stop my meds because
     of the side effects?", but says less than it: the card for stopping answers it. A question
     that says all of a card's own phrasing gets that card, whatever the kind read."""
-    from app.core.config import Retrieval
+    from app.core.config_sections import Retrieval
     from app.retrieval.cards import CardMatcher
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
@@ -208,7 +208,7 @@ def test_a_request_about_no_medicine_gets_the_card_on_its_topic_not_its_kind(emb
     """"Should we stop him smoking weed?" reads as a request to stop, but speaks of no medicine:
     the boundary card on cannabis answers it, not the one on stopping medicine; "should we stop
     his meds?" still gets the card for its kind."""
-    from app.core.config import Retrieval
+    from app.core.config_sections import Retrieval
     from app.retrieval.cards import CardMatcher
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
@@ -233,7 +233,7 @@ def test_sources_that_vouch_choose_among_the_cards_for_a_kind(embedder, knowledg
     """Several boundary cards answer a kind of request and the phrasings cannot tell which one a
     message asks: the sources retrieval found for it (`found`), or that the answer a follow-up
     continues drew on (`continued`), can."""
-    from app.core.config import Retrieval
+    from app.core.config_sections import Retrieval
     from app.retrieval.cards import CardMatcher
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
@@ -251,7 +251,7 @@ def test_the_topic_a_request_names_vouches_before_the_answer_it_continues(embedd
     request names in its own words, and retrieval found, answers, whichever the answer it
     continues drew on: "is it safe with alcohol?" after an answer on olanzapine, from the
     medicines source that vouches for the card on other medicines, names drink."""
-    from app.core.config import Retrieval
+    from app.core.config_sections import Retrieval
     from app.retrieval.cards import CardMatcher
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
@@ -273,7 +273,7 @@ def test_a_general_card_on_a_named_topic_can_outvote_the_card_for_the_kind(embed
     """A general card much closer than the kind's card, on a topic the message names by its
     keywords and the kind's card's topic not, answers (the smoking card for quitting smoking on
     clozapine); otherwise the kind's card stays."""
-    from app.core.config import Retrieval
+    from app.core.config_sections import Retrieval
     from app.retrieval.cards import CardMatcher
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
@@ -351,7 +351,7 @@ def test_a_card_asked_what_a_medicine_is_answers_neither_how_long_nor_a_request_
     for the name alone: "how long before risperidone kicks in?" wants a length of time, and a
     request to switch to aripiprazole gets the card for switching, not the one on what it is,
     which retrieval's sources agree with only on the topic."""
-    from app.core.config import Retrieval
+    from app.core.config_sections import Retrieval
     from app.retrieval.cards import CardMatcher
 
     matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.core.config import DEFAULT_CRISIS_CONTACTS, CrisisContact
+from app.core.config_sections import DEFAULT_CRISIS_CONTACTS, CrisisContact
 from app.prompts import contact_lines, crisis_reply, crisis_translations, reply
 
 REPO = Path(__file__).resolve().parent.parent

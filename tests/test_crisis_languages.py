@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.config import CrisisContact
+from app.core.config_sections import CrisisContact
 from judges.local import crisis_languages
 
 EXAMPLES = [(code, text, kind) for code, lang in crisis_languages.languages().items()

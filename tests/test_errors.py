@@ -216,7 +216,8 @@ def test_an_index_another_process_is_writing_to_is_busy_not_damaged(tmp_path):
     """SQLite's "database is locked" (as Chroma raises it while another connection writes) does not
     say "Rebuild it", which would throw away the other writer's work: the index is busy, not
     damaged. A write is tried again while the lock lasts."""
-    from app.retrieval.index import IndexBusy, _while_locked, reading_index
+    from app.retrieval.chroma_store import IndexBusy, reading_index
+    from app.retrieval.chroma_store import while_locked as _while_locked
 
     settings = settings_for(tmp_path, small_kb(tmp_path / "kb"))
     with pytest.raises(IndexBusy) as raised, reading_index(settings):

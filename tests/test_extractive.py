@@ -8,13 +8,8 @@ import pytest
 import app.generation.extractive as extractive
 from app.core.records import SourceText
 from app.core.text import citations_in, split_sentences, strip_citations
-from app.generation.extractive import (
-    compose_extractive_answer,
-    leans_back,
-    overview,
-    passages,
-    source_sentences,
-)
+from app.generation.extractive import compose_extractive_answer, overview
+from app.generation.passages import leans_back, passages, source_sentences
 
 SLEEP = SourceText(id="S22", title="Sleep", text="""# Sleep
 

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from app.core.config import CrisisContact, Settings
+from app.core.config import Settings
+from app.core.config_sections import CrisisContact
 from app.core.models import RoleClient
 from app.core.models.scripted import ScriptedChatModel
 from app.core.text import citations_in, split_sentences, strip_citations

@@ -16,15 +16,9 @@ import pytest
 
 from app.core.config import Settings
 from app.kb import load_knowledge_base
-from app.retrieval.index import (
-    ChunkIndex,
-    IndexDamaged,
-    chroma_client,
-    collection_name,
-    pointer_name,
-    read_pointer,
-    rebuild_index,
-)
+from app.retrieval.chroma_store import IndexDamaged, chroma_client, collection_name
+from app.retrieval.generations import pointer_name, read_pointer
+from app.retrieval.index import ChunkIndex, rebuild_index
 from tests.chroma_server import chroma_server
 from tests.conftest import REPO
 from tests.fakes import HashingEmbedder

@@ -1,4 +1,4 @@
-from app.core.config import InputLimits
+from app.core.config_sections import InputLimits
 from app.input import clean_message
 
 LIMITS = InputLimits(max_chars=200)

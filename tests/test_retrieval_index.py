@@ -12,9 +12,10 @@ from app.core.config import Settings
 from app.core.errors import ConfigError
 from app.kb import load_knowledge_base
 from app.kb.schema import Source
+from app.retrieval.chroma_store import chroma_client, collection_name
 from app.retrieval.chunking import chunk_source, source_fingerprint, windows
 from app.retrieval.fusion import by_source, ranked, rrf
-from app.retrieval.index import ChunkIndex, chroma_client, collection_name
+from app.retrieval.index import ChunkIndex
 from tests.conftest import REPO
 
 TOPICS = {

@@ -205,7 +205,7 @@ def test_a_conversation_whose_stores_hold_different_turns_is_an_error(fast_bot, 
 
 
 def test_the_english_only_notice_always_carries_the_crisis_contacts(fast_bot):
-    from app.core.config import CrisisContact
+    from app.core.config_sections import CrisisContact
 
     bot = fast_bot(crisis_contacts=[CrisisContact(name="Test Line", contact="call 0000")])
     trace = bot.ask(bot.new_thread(), "Bonjour, quels sont les effets secondaires de la clozapine ?")

@@ -197,14 +197,14 @@ def check_knowledge_base(settings: Settings):
 
 def check_index(settings: Settings, kb) -> Check:
     from app.core.embeddings import MODEL_NAME
-    from app.retrieval.chunking import chunk_source, source_fingerprint
-    from app.retrieval.index import (
+    from app.retrieval.chroma_store import (
         REBUILD_COMMAND,
         IndexDamaged,
         chroma_client,
-        current_generation,
         reading_index,
     )
+    from app.retrieval.chunking import chunk_source, source_fingerprint
+    from app.retrieval.generations import current_generation
 
     if kb is None:
         return skip("index", "the knowledge base does not load")

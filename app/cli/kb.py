@@ -195,7 +195,8 @@ def index(
     from app.core.embeddings import Embedder
     from app.kb import load_knowledge_base
     from app.retrieval import open_identifier
-    from app.retrieval.index import IndexDamaged, rebuild_index, remove_local_index
+    from app.retrieval.chroma_store import IndexDamaged, remove_local_index
+    from app.retrieval.index import rebuild_index
 
     settings = _settings(kb)
     if rebuild:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from app.core.text import split_sentences, strip_citations
-from app.generation.extractive import Embed, leaning_run, leans_back, names_again
+from app.generation.likeness import Embed
+from app.generation.passages import leaning_run, leans_back, names_again
 
 LEAD_MARGIN = 0.1  # how much closer to the question a later sentence must be to lead
 

@@ -11,7 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
-from app.generation.extractive import passages
+from app.generation.passages import passages
 
 Embed = Callable[[list[str]], np.ndarray]
 

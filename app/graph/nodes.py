@@ -43,13 +43,8 @@ from app.core.records import (
 )
 from app.core.text import RELATIONS, citations_in, split_sentences, strip_citations
 from app.generation.cards import led_by_answer
-from app.generation.extractive import (
-    compose_extractive_answer,
-    leaning_run,
-    overview,
-    passages,
-    pick_sentences,
-)
+from app.generation.extractive import compose_extractive_answer, overview, pick_sentences
+from app.generation.passages import leaning_run, passages
 from app.graph.services import Services
 from app.graph.state import ChatState, TurnContext
 from app.kb.cards import AnswerCard

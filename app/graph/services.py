@@ -121,7 +121,7 @@ class Services:
         """The knowledge base's own texts that get embedded: what the generator embeds for each
         source, and the answer cards' phrasings."""
         if self._known_texts is None:
-            from app.generation.extractive import embedded_texts
+            from app.generation.likeness import embedded_texts
 
             kb = self.identifier.knowledge_base
             self._known_texts = frozenset([*(text for source in kb for text in embedded_texts(SourceText.of(source))),

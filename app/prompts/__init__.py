@@ -9,7 +9,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from app.core.config import DEFAULT_CRISIS_CONTACTS, CrisisContact
+from app.core.config_sections import DEFAULT_CRISIS_CONTACTS, CrisisContact
 from app.core.errors import ConfigError
 from app.core.medicines import load_vocabulary
 from app.core.profile import Profile

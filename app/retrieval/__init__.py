@@ -20,8 +20,9 @@ def open_identifier(settings: Settings, embedder: Embedder, *, show_progress: bo
     and return an identifier for it. `identifier.index_report` says what the update did."""
     from app.core.models import helper_model
     from app.kb.loader import load_knowledge_base
+    from app.retrieval.chroma_store import index_building
     from app.retrieval.examples import ExampleClassifier
-    from app.retrieval.index import ChunkIndex, index_building
+    from app.retrieval.index import ChunkIndex
     from app.retrieval.summaries import SummaryChooser
 
     kb = load_knowledge_base(settings.knowledge_base)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.core.answer_types import asks_anything, wanted
-from app.core.config import Retrieval
+from app.core.config_sections import Retrieval
 from app.core.medicines import mentions_medicine
 from app.core.text import RELATIONS, content_stems, stem
 from app.kb.cards import AnswerCard, safety_facts

@@ -17,7 +17,6 @@ import math
 import re
 import time
 from collections.abc import Collection
-from typing import Literal
 
 from app.core.answer_types import wanted
 from app.core.config import Settings
@@ -31,11 +30,10 @@ from app.kb.loader import KnowledgeBase
 from app.retrieval.examples import ExampleClassifier
 from app.retrieval.fusion import by_source, ranked, rrf
 from app.retrieval.index import ChunkIndex
+from app.retrieval.outcome import Scored, blended, decide, lifted
 from app.retrieval.parts import split_parts
 from app.retrieval.references import before_reference, refers_back
 from app.retrieval.summaries import SummaryChooser
-
-Scored = list[tuple[str, float]]  # (source id, confidence), best first
 
 
 def _sigmoid(x: float) -> float:
@@ -99,7 +97,7 @@ class SourceIdentifier:
             texts = [*parts, *(f"{context} {part}" for part in parts)] if follow_up else parts
             sentences = self._sentences_of(parts)
             found = self.score([*texts, *(sentence for _, sentence in sentences)])
-            scored = self._lifted(found[: len(texts)], sentences, found[len(texts):])
+            scored = lifted(found[: len(texts)], sentences, found[len(texts):])
             if follow_up:
                 if own_topic is None:
                     own_topic = self.names_own_topic(question)
@@ -109,14 +107,14 @@ class SourceIdentifier:
                 scored = [reading for reading, _ in readings]
                 used_context = context if any(continues for _, continues in readings) else ""
             if llm is not None:
-                scored = [self._blend(s, llm) for s in scored]
+                scored = [blended(s, llm, r.summaries_weight) for s in scored]
             if not follow_up and len(self._terms(question)) < r.clear_min_terms and wanted(question) is None:
                 # Too little said to be sure which side of the topic is wanted: at most a "did
                 # you mean" ("olanzapine?"). "What is olanzapine?" says it: a definition.
                 cap = r.clear_threshold - 1e-6
                 sure = {sid for s in scored for sid, conf in s if conf >= r.clear_threshold}
                 scored = [[(sid, min(conf, cap)) for sid, conf in s] for s in scored]
-        outcome, candidates = self._decide(parts, scored, per_part=len(scored) == len(parts))
+        outcome, candidates = decide(parts, scored, len(scored) == len(parts), r, self.knowledge_base)
         if outcome == "middling" and not used_context:
             candidates = self._plausible(question, candidates)
             outcome = "middling" if candidates else "none"
@@ -138,23 +136,6 @@ class SourceIdentifier:
         r = self.settings.retrieval
         return [(n, sentence) for n, part in enumerate(parts) if len(sentences := split_sentences(part)) > 1
                 for sentence in sentences if len(self._terms(sentence)) >= r.clear_min_terms]
-
-    def _lifted(self, readings: list[Scored], sentences: list[tuple[int, str]],
-                sentence_readings: list[Scored]) -> list[Scored]:
-        """A part's reading with each source lifted to the mean of its confidence for the whole
-        part and for one of its sentences, if that is higher: a question wrapped in a story ("We moved
-        house and she started a new school… What helps with hearing voices?") is found by the
-        sentence that asks it rather than lost in the average of them all, while a background
-        sentence ("His doctor talked about part-time hours at his job.") cannot outweigh what the
-        whole message asks."""
-        lifted = [dict(reading) for reading in readings]
-        for (n, _), found in zip(sentences, sentence_readings, strict=True):
-            whole = dict(readings[n])
-            unseen = min(whole.values(), default=0.0)  # not in the part's list: no closer than its last
-            for sid, confidence in found:
-                lifted[n][sid] = max(lifted[n].get(sid, 0.0), (confidence + whole.get(sid, unseen)) / 2)
-        return [ranked(reading) if reading != dict(original) else original
-                for reading, original in zip(lifted, readings, strict=True)]
 
     def names_own_topic(self, question: str) -> bool:
         """Whether what the message says before its first reference word names a topic clearly
@@ -376,35 +357,7 @@ class SourceIdentifier:
         calls.append(call)
         return chosen
 
-    def _blend(self, scored: Scored, llm: dict[str, float]) -> Scored:
-        weight = self.settings.retrieval.summaries_weight
-        own = dict(scored)
-        return ranked({sid: (1 - weight) * own.get(sid, 0.0) + weight * llm.get(sid, 0.0)
-                       for sid in {*own, *llm}})
-
     # -- the outcome -------------------------------------------------------------------------
-    def _decide(self, parts: list[str], scored: list[Scored], per_part: bool
-                ) -> tuple[Literal["clear", "middling", "none"], list[Candidate]]:
-        r = self.settings.retrieval
-        labels = parts if per_part else [None] * len(scored)
-        best = max((s[0][1] for s in scored if s), default=0.0)
-        if best < r.none_threshold:
-            return "none", []
-        if best >= r.clear_threshold:
-            # Each part that matched at all gets its best source; then any other clear ones.
-            firsts = [(s[0][0], s[0][1], label) for s, label in zip(scored, labels, strict=True)
-                      if s and s[0][1] >= r.none_threshold]
-            extras = sorted(((sid, conf, label) for s, label in zip(scored, labels, strict=True)
-                             for sid, conf in s[1:] if conf >= r.clear_threshold),
-                            key=lambda item: -item[1])
-            chosen = self._unique([*firsts, *extras], limit=max(r.top_k, len(firsts)))
-            return "clear", chosen
-        # Middling: offer the top few, taking turns between the parts.
-        turns = [(sid, conf, label) for rank in range(r.top_k)
-                 for s, label in zip(scored, labels, strict=True) if rank < len(s)
-                 for sid, conf in [s[rank]]]
-        return "middling", self._unique(turns, limit=r.top_k)
-
     def _plausible(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
         """The choices worth offering for "did you mean": each containing some of what the
         question asks. "Will schizophrenia mess up his visa application?" finds sources only
@@ -415,12 +368,3 @@ class SourceIdentifier:
         terms = self._terms(question)
         floor = self.settings.retrieval.menu_min_coverage
         return [c for c in candidates if self._coverage(terms, c.source_id) >= floor]
-
-    def _unique(self, items: list[tuple[str, float, str | None]], limit: int) -> list[Candidate]:
-        chosen: dict[str, Candidate] = {}
-        for sid, conf, label in items:
-            source = self.knowledge_base.get(sid)
-            if sid not in chosen and source is not None and len(chosen) < limit:
-                chosen[sid] = Candidate(source_id=sid, title=source.title,
-                                        confidence=conf, part=label)
-        return list(chosen.values())

@@ -14,31 +14,44 @@ Readers look at the pointer when a turn starts and move over (see `ChunkIndex.fo
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import re
-import secrets
-import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import NamedTuple
-from urllib.parse import urlparse
 
 import numpy as np
 from pydantic import BaseModel
 from tqdm import tqdm
 
-from app.core.config import CHROMA_PORT, Settings
+from app.core.config import Settings
 from app.core.embeddings import Embedder
-from app.core.errors import CafbotError, ConfigError
+from app.core.errors import CafbotError
 from app.kb.loader import KnowledgeBase
+from app.retrieval.chroma_store import (
+    REBUILD_COMMAND,
+    IndexDamaged,
+    chroma_client,
+    collection_name,
+    index_building,
+    reading_index,
+    while_locked,
+)
 from app.retrieval.chunking import Chunk, chunk_source, source_fingerprint
+from app.retrieval.generations import (
+    Pointer,
+    current_generation,
+    generations_of,
+    is_gone,
+    named_by,
+    new_generation_name,
+    read_pointer,
+    write_pointer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,197 +78,6 @@ class IndexSync(BaseModel):
     embedded_chunks: int = 0
     seconds: float = 0.0
 
-
-def collection_name(kb_path: Path) -> str:
-    """One collection per knowledge-base folder, so two knowledge bases never share an index."""
-    key = hashlib.sha1(str(kb_path.resolve()).encode()).hexdigest()[:16]
-    return f"cafbot-{key}"
-
-
-def chroma_client(settings: Settings):
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    chroma_settings = ChromaSettings(anonymized_telemetry=False)
-    url = settings.retrieval.chroma_url
-    if not url:
-        settings.index_dir.mkdir(parents=True, exist_ok=True)
-        # Chroma caches one system per path string in each process: a relative path would make
-        # ".cafbot/index" in two working directories share the first one's database.
-        return chromadb.PersistentClient(path=str(settings.index_dir.resolve()), settings=chroma_settings)
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ConfigError(f"retrieval.chroma_url: {url!r} is not an http(s) URL of a Chroma server.")
-    return chromadb.HttpClient(host=parsed.hostname, ssl=parsed.scheme == "https",
-                               port=parsed.port or (443 if parsed.scheme == "https" else CHROMA_PORT),
-                               settings=chroma_settings)
-
-
-REBUILD_COMMAND = "cafbot kb index --rebuild"
-
-
-class IndexDamaged(CafbotError):
-    """The index cannot be opened or read; the message names it and the repair command."""
-
-
-class IndexBusy(CafbotError):
-    """Another process holds the local index's write lock: nothing is damaged, and rebuilding
-    would throw away what that process is writing."""
-
-
-LOCK_RETRIES = 5
-
-
-def _is_locked(error: Exception) -> bool:
-    """SQLite's refusal while another connection holds the write lock."""
-    return "database is locked" in str(error)
-
-
-@contextmanager
-def reading_index(settings: Settings) -> Iterator[None]:
-    """Chroma's own errors (a damaged SQLite file or vector segment, an unreadable folder, a server
-    that fails) become one line naming the index and `cafbot kb index --rebuild`."""
-    try:
-        yield
-    except CafbotError:
-        raise
-    except Exception as error:
-        if _is_locked(error) and not settings.retrieval.chroma_url:
-            raise IndexBusy(f"{settings.index_dir}: the search index is busy (another cafbot process is "
-                            "writing to it); try again in a moment.") from error
-        reason = (str(error).strip().splitlines() or [""])[0][:200]
-        reason = f"{type(error).__name__}: {reason}" if reason else type(error).__name__
-        if settings.retrieval.chroma_url:
-            raise IndexDamaged(
-                f"{settings.retrieval.chroma_url}: the Chroma server failed ({reason}). Check that it "
-                f"is running; if its collection is damaged, rebuild it with `{REBUILD_COMMAND}`."
-            ) from error
-        raise IndexDamaged(
-            f"{settings.index_dir}: the search index cannot be opened or read ({reason}). "
-            f"Rebuild it with `{REBUILD_COMMAND}`.") from error
-
-
-def _while_locked(write: Callable[[], object], retries: int = LOCK_RETRIES) -> None:
-    """A write to the local index, tried again while another connection holds SQLite's lock (a
-    second process opening the same index, or Chroma's own background flush)."""
-    for attempt in range(retries):
-        try:
-            write()
-            return
-        except Exception as error:
-            if not _is_locked(error) or attempt == retries - 1:
-                raise
-            time.sleep(0.1 * 2 ** attempt)
-
-
-def remove_local_index(settings: Settings) -> str:
-    """Remove a local index that cannot even be opened: it holds only derived data, and other
-    knowledge bases' collections in it are rebuilt on their next use. Returns what was done, for
-    the user."""
-    folder = settings.index_dir
-    _forget_local_clients()
-    if folder.is_symlink() or folder.is_file():
-        folder.unlink()
-    elif folder.exists():
-        try:
-            shutil.rmtree(folder)
-        except OSError as error:
-            raise IndexDamaged(f"{folder}: cannot remove the damaged index ({error.strerror or error}); "
-                               "remove the folder by hand and run the command again.") from error
-    return f"Removed the damaged index folder {folder}."
-
-
-def _collection_names(client) -> set[str]:
-    return {getattr(c, "name", c) for c in client.list_collections()}
-
-
-def index_building(settings: Settings) -> AbstractContextManager:
-    """Held while a local index is built or rebuilt: a process starting with it waits rather than
-    build it too (Chroma creating the same empty database twice at once fails with "table
-    collections already exists"). Not a conversation's "<id>.lock"; a server needs none."""
-    if settings.retrieval.chroma_url:
-        return nullcontext()
-    from app.core.files import held_lock, private_dir
-
-    return held_lock(private_dir(settings.data_dir / "locks") / "index.building")
-
-
-# -- generations and the pointer ------------------------------------------------------------------
-class Pointer(NamedTuple):
-    """Which generation of a knowledge base's index readers use."""
-
-    generation: str
-    previous: str = ""  # the generation it replaced, kept for readers still on it; "" if none
-
-
-def pointer_name(kb_path: Path) -> str:
-    """The pointer is the metadata of an empty collection of this name. Chroma has no alias, but a
-    collection's metadata is one record, replaced whole by one update: a reader sees the old
-    pointer or the new one, never half of each."""
-    return f"{collection_name(kb_path)}-current"
-
-
-def _new_generation_name(kb_path: Path) -> str:
-    # Sorts by when its build started; the random part keeps apart two builds started in the same
-    # microsecond.
-    stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")
-    return f"{collection_name(kb_path)}-g{stamp}{secrets.token_hex(2)}"
-
-
-def _generations(client, kb_path: Path) -> list[str]:
-    """This knowledge base's generations, oldest first: the first build, named after the knowledge
-    base itself (as every index was before there were generations), then rebuilds by start."""
-    base, names = collection_name(kb_path), _collection_names(client)
-    return [base] * (base in names) + sorted(n for n in names if n.startswith(f"{base}-g"))
-
-
-def read_pointer(client, kb_path: Path) -> Pointer | None:
-    from chromadb.errors import NotFoundError
-
-    try:
-        record = client.get_collection(pointer_name(kb_path), embedding_function=None).metadata or {}
-    except NotFoundError:
-        return None
-    generation = str(record.get("generation") or "")
-    return Pointer(generation, str(record.get("previous") or "")) if generation else None
-
-
-def _write_pointer(client, kb_path: Path, pointer: Pointer) -> None:
-    record = {**pointer._asdict(), "switched_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    holder = client.get_or_create_collection(pointer_name(kb_path), embedding_function=None)
-    _while_locked(lambda: holder.modify(metadata=record))
-
-
-def _get(client, name: str):
-    """The collection `name`, or None if there is none."""
-    from chromadb.errors import NotFoundError
-
-    if not name:
-        return None
-    try:
-        return client.get_collection(name, embedding_function=None)
-    except NotFoundError:
-        return None
-
-
-def current_generation(client, kb_path: Path):
-    """The complete generation to read, or None if there is none: the one the pointer names; if an
-    operator deleted that one, the one it replaced; with no pointer, an index built before there
-    were generations."""
-    return _named_by(client, kb_path, read_pointer(client, kb_path))
-
-
-def _named_by(client, kb_path: Path, pointer: Pointer | None):
-    if pointer is None:
-        return _get(client, collection_name(kb_path))
-    return _get(client, pointer.generation) or _get(client, pointer.previous)
-
-
-def _is_gone(error: Exception) -> bool:
-    from chromadb.errors import NotFoundError
-
-    return isinstance(error, NotFoundError)
 
 
 class Rebuilt(NamedTuple):
@@ -285,7 +107,7 @@ def rebuild_index(kb: KnowledgeBase, settings: Settings, embedder: Embedder, *,
     exactly one spare copy, however far apart rebuilds are. A newer generation (another rebuild
     still running) is never dropped."""
     with index_building(settings):
-        index = ChunkIndex(kb, settings, embedder=embedder, generation=_new_generation_name(kb.path))
+        index = ChunkIndex(kb, settings, embedder=embedder, generation=new_generation_name(kb.path))
         try:
             report = index.sync(show_progress=show_progress)
         except BaseException:
@@ -295,28 +117,19 @@ def rebuild_index(kb: KnowledgeBase, settings: Settings, embedder: Embedder, *,
         pointer = index.published
         assert pointer is not None, "sync publishes a new generation"
         with reading_index(settings):
-            generations = _generations(index.client, kb.path)
+            generations = generations_of(index.client, kb.path)
         older = generations[: generations.index(pointer.generation)] if pointer.generation in generations else []
         dropped: list[str] = []
         for name in (name for name in older if name != pointer.previous):
             try:
-                _while_locked(lambda name=name: index.client.delete_collection(name))
+                while_locked(lambda name=name: index.client.delete_collection(name))
                 dropped.append(name)
             except Exception as error:  # the new generation is in use already: say so, go on
-                if not _is_gone(error):  # (gone: another rebuild dropped it first)
+                if not is_gone(error):  # (gone: another rebuild dropped it first)
                     log.warning("could not drop the old index generation %s (%s); the next rebuild "
                                 "drops it", name, error)
     return Rebuilt(pointer.generation, pointer.previous, dropped, report)
 
-
-def _forget_local_clients() -> None:
-    """Chroma caches one system per folder in each process; after the folder is removed the cache
-    would point at deleted files."""
-    try:
-        from chromadb.api.shared_system_client import SharedSystemClient
-    except ImportError:  # older chromadb
-        from chromadb.api.client import SharedSystemClient
-    SharedSystemClient.clear_system_cache()
 
 
 class Tokenizer:
@@ -340,7 +153,7 @@ def _ef_search(collection) -> int:
 
 def _search_broadly(collection) -> None:
     if _ef_search(collection) < _EF_SEARCH:  # an index built before it was raised
-        _while_locked(lambda: collection.modify(configuration={"hnsw": {"ef_search": _EF_SEARCH}}))
+        while_locked(lambda: collection.modify(configuration={"hnsw": {"ef_search": _EF_SEARCH}}))
 
 
 def _stored(collection, include: list[str]) -> Iterator[tuple[str, str | None, dict]]:
@@ -378,7 +191,7 @@ class ChunkIndex:
         with reading_index(settings):
             self.client = client or chroma_client(settings)
             self._pointer_at_open = None if self._new else read_pointer(self.client, kb.path)
-            found = None if self._new else _named_by(self.client, kb.path, self._pointer_at_open)
+            found = None if self._new else named_by(self.client, kb.path, self._pointer_at_open)
             self.collection = found or self.client.get_or_create_collection(
                 generation or collection_name(kb.path), embedding_function=None,
                 configuration={"hnsw": {"space": "cosine", "ef_search": _EF_SEARCH,
@@ -448,10 +261,10 @@ class ChunkIndex:
             return
         if not self._new and now != self._pointer_at_open:
             return  # another process switched it while this one synced: its choice stands
-        replaced = _named_by(self.client, self.kb_path, now)  # what readers use until now
+        replaced = named_by(self.client, self.kb_path, now)  # what readers use until now
         previous = replaced.name if replaced is not None and replaced.id != self.collection.id else ""
         self.published = Pointer(self.collection.name, previous)
-        _write_pointer(self.client, self.kb_path, self.published)
+        write_pointer(self.client, self.kb_path, self.published)
 
     def _embed_and_store(self, chunks: list[Chunk], show_progress: bool) -> None:
         if not chunks:
@@ -523,7 +336,7 @@ class ChunkIndex:
             try:
                 return self._dense(vectors, n)
             except Exception as error:
-                if not _is_gone(error):
+                if not is_gone(error):
                     raise
                 gone = self.collection
                 if not self._switch(away_from=gone.id):
