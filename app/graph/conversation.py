@@ -1,0 +1,88 @@
+"""The conversation as the graph's nodes read it: what was said by whom, the message this turn
+brings, what a turn adds, the answer to our own "did you mean …?", and what the judges see."""
+
+from __future__ import annotations
+
+import re
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
+
+from app.core.records import Candidate, Turn
+from app.core.text import split_sentences
+from app.graph.services import Services
+from app.graph.state import ChatState
+from app.kb.cards import AnswerCard
+from judges.schema import DraftContext
+
+_CHOICE = re.compile(r"^\s*(?:option\s*|number\s*|#)?([1-9])\b", re.IGNORECASE)
+_YES = re.compile(r"^\s*(yes|yeah|yep|yup|y|ok|okay|sure|that one|the first( one)?)\b", re.IGNORECASE)
+
+
+def said(state: ChatState, kind: type[HumanMessage] | type[AIMessage]) -> list[str]:
+    """What the user (`HumanMessage`) or the bot (`AIMessage`) said so far, oldest first."""
+    return [str(m.content) for m in state.get("messages", []) if isinstance(m, kind)]
+
+
+def last_user_message(state: ChatState) -> str | None:
+    humans = said(state, HumanMessage)
+    return humans[-1] if humans else None
+
+
+def asked(state: ChatState) -> set[str]:
+    """What the user has said in this conversation, lower-cased: questions not to offer again."""
+    return {m.lower() for m in said(state, HumanMessage)}
+
+
+def delivered(card: AnswerCard, state: ChatState) -> bool:
+    """The card's answer was given earlier in this conversation (every sentence of it is in one
+    earlier reply, in whatever order it was delivered)."""
+    sentences = split_sentences(card.body)
+    return any(all(s in answer for s in sentences) for answer in said(state, AIMessage))
+
+
+def resolve_clarification(text: str, offered: list[Candidate]) -> Candidate | None:
+    """After "did you mean …?", a reply of "2", "yes" or a title picks that candidate."""
+    if not offered:
+        return None
+    if match := _CHOICE.match(text):
+        index = int(match.group(1)) - 1
+        return offered[index] if index < len(offered) else None
+    if _YES.match(text) and len(text.split()) <= 4:
+        return offered[0]
+    lowered = text.lower().strip(" ?.!")
+    return next((c for c in offered if lowered and lowered in c.title.lower()), None)
+
+
+def exchange_messages(user: str, answer: str, message_id: str | None = None) -> list[AnyMessage]:
+    """What a turn adds to the conversation (its cleaned message, under the id the client gave it,
+    and the answer delivered): an empty message leaves the conversation as it was."""
+    return [HumanMessage(user, id=message_id), AIMessage(answer)] if user else []
+
+
+def incoming(state: ChatState) -> tuple[ChatState, str, dict]:
+    """This turn's message, and the state as the nodes read it, the conversation before this turn.
+
+    The message is the last of `messages` when that is the user's (LangGraph's usual input; a turn
+    always ends with the answer, so it can only be this turn's), else `user_input`. It is taken out
+    of the conversation until `respond` puts its cleaned copy back, so every node reads the
+    conversation as in-process turns give it. Returns the state without it, its text, and the
+    update that takes it out and empties `user_input`."""
+    messages = list(state.get("messages") or [])
+    if messages and isinstance(messages[-1], HumanMessage):
+        message = messages.pop()
+        return ({**state, "messages": messages}, str(message.text),
+                {"messages": [RemoveMessage(id=message.id)], "message_id": message.id, "user_input": ""})
+    return state, state.get("user_input", ""), {"message_id": None, "user_input": ""}
+
+
+def conversation_turns(messages: list[AnyMessage], last: int = 6) -> list[Turn]:
+    """The conversation's last messages as the user saw them (what the judges see of it)."""
+    return [Turn(role="user" if isinstance(m, HumanMessage) else "assistant", content=str(m.content))
+            for m in messages[-last:]]
+
+
+def draft_context(state: ChatState, services: Services) -> DraftContext:
+    """What the judges see of this turn: the message, the draft, the sources given, recent turns."""
+    sources = [d for sid in state.get("prompt_source_ids") or [] if (d := services.source_text(sid))]
+    return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources,
+                        history=conversation_turns(state.get("messages", [])))
