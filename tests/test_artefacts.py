@@ -9,7 +9,17 @@ import shutil
 
 import pytest
 
-from judges.local import Resources, artefacts, context_model, request_kind, role_model, screen_model
+from judges.local import (
+    Resources,
+    artefacts,
+    context_model,
+    request_kind,
+    role_model,
+    screen_features,
+    screen_language,
+    screen_model,
+    screen_training,
+)
 from judges.local.artefacts import ArtefactError
 
 
@@ -119,10 +129,10 @@ def test_a_resources_never_trains(monkeypatch):
     def refuse(*_args, **_kwargs):
         raise AssertionError("run time must load the artefact, not train")
 
-    monkeypatch.setattr(screen_model, "train", refuse)
+    monkeypatch.setattr(screen_training, "train", refuse)
     monkeypatch.setattr(role_model, "fit_and_save", refuse)
     monkeypatch.setattr(request_kind, "train", refuse)
-    monkeypatch.setattr(screen_model, "_cross_fit", refuse)
+    monkeypatch.setattr(screen_training, "_cross_fit", refuse)
     assert Resources().screen_model.read("thanks").small_talk > 0.5
 
 
@@ -132,9 +142,9 @@ def test_thresholds_are_chosen_on_readings_by_models_that_did_not_see_the_messag
     texts = [f"hello there friend number {i}" for i in range(30)] + \
             [f"i want to end it all tonight {i}" for i in range(30)] + ["purple elephant umbrella"]
     labels = ["small_talk:greeting"] * 30 + ["crisis:direct"] * 31
-    vectoriser = screen_model.ngram_vectoriser().fit(texts)
-    fitted, (crisis, *_rest) = screen_model._cross_fit(vectoriser, screen_model.features(vectoriser, texts, None), labels)
-    shipped = screen_model._probabilities(fitted, texts, None)[0]
+    vectoriser = screen_features.ngram_vectoriser().fit(texts)
+    fitted, (crisis, *_rest) = screen_training._cross_fit(vectoriser, screen_features.features(vectoriser, texts, None), labels)
+    shipped = screen_training._probabilities(fitted, texts, None)[0]
     assert crisis[:30].max() < 0.5 < crisis[30:60].min()  # the held-out readings still tell them apart
     assert shipped[-1] > crisis[-1] + 0.1  # the odd one out: learned by the whole, unseen by its fold
 
@@ -151,15 +161,15 @@ def test_the_screen_reads_a_message_as_scikit_learn_would():
     for name in ("lexical", "languages"):
         variant = bundle[name]
         expected = variant["vectoriser"].transform(messages)
-        ours = screen_model.features(variant["vectoriser"], messages, None)
+        ours = screen_features.features(variant["vectoriser"], messages, None)
         assert np.allclose(ours.toarray(), expected.toarray(), atol=1e-9), name
-        assert np.allclose(screen_model.predict_proba(variant["classifier"], ours),
+        assert np.allclose(screen_features.predict_proba(variant["classifier"], ours),
                            variant["classifier"].predict_proba(expected.astype(np.float32)), atol=1e-6), name
     language_id = bundle["language_id"]
     english = list(language_id["classifier"].classes_).index("en")
-    assert np.allclose(screen_model._tfidf(language_id["vectoriser"], messages).toarray(),
+    assert np.allclose(screen_features.tfidf(language_id["vectoriser"], messages).toarray(),
                        language_id["vectoriser"].transform(messages).toarray(), atol=1e-9)
-    assert np.allclose(screen_model._english_probability(language_id, messages),
+    assert np.allclose(screen_language.english_probability(language_id, messages),
                        language_id["classifier"].predict_proba(language_id["vectoriser"].transform(messages))[:, english],
                        atol=1e-6)
 
@@ -180,7 +190,7 @@ def test_train_if_needed_fits_only_the_checks_missing_or_stale(shipped_copy, mon
                 (shipped_copy / f"{module.NAME}.card.json").read_text(encoding="utf-8"))
         return fit
 
-    monkeypatch.setattr(screen_model, "train", record(screen_model))
+    monkeypatch.setattr(screen_training, "train", record(screen_model))
     monkeypatch.setattr(role_model, "fit_and_save", record(role_model))
     monkeypatch.setattr(request_kind, "train", record(request_kind))
     train = ["judges", "train", "--if-needed", "--out", str(shipped_copy)]

@@ -58,6 +58,7 @@ def train_judges(
         request_kind,
         role_model,
         screen_model,
+        screen_training,
     )
 
     folder = out or artefacts.ARTEFACTS_DIR
@@ -72,7 +73,7 @@ def train_judges(
         return context_model.train(Resources(embedder, artefacts_dir=into, with_context=False), into)
 
     # In this order: the context model reads the screen's artefact as it was just written.
-    for module, fit in ((screen_model, screen_model.train), (role_model, role_model.fit_and_save),
+    for module, fit in ((screen_model, screen_training.train), (role_model, role_model.fit_and_save),
                         (request_kind, request_kind.train), (context_model, fit_context)):
         why = artefacts.why_retrain(module.NAME, feature_version=module.FEATURE_VERSION,
                                     current_hash=module.current_hash(), folder=folder)

@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 from app.core.config import REPO_ROOT
-from judges.local import artefacts, screen_model
+from judges.local import artefacts, screen_features, screen_model, screen_training
 from judges.local.crisis_text import IDIOM_MARK, normalise
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def training_requests() -> list[tuple[str, str]]:
     messages first (a text seen twice keeps its first kind), then the kind-labelled requests."""
     from judges.scenarios import load_scenarios
 
-    found = {text: label.split(":", 1)[1] for text, label, _ in screen_model.training_messages()
+    found = {text: label.split(":", 1)[1] for text, label, _ in screen_training.training_messages()
              if label.startswith("boundary:")}
     for scenario in load_scenarios(kinds_files()):
         if scenario.route == "boundary" and scenario.category and (text := normalise(scenario.user, idiom_mark=IDIOM_MARK)):
@@ -67,9 +67,9 @@ def _cross_validated(x: Any, kinds: list[str]) -> list[str]:
     read = [""] * len(kinds)
     folds = StratifiedKFold(SETTINGS["folds"], shuffle=True, random_state=SETTINGS["seed"])
     for train_rows, dev_rows in folds.split(np.zeros(len(kinds)), kinds):
-        classifier = screen_model.fit_classifier(x[train_rows], [kinds[i] for i in train_rows], c=SETTINGS["c"])
+        classifier = screen_training.fit_classifier(x[train_rows], [kinds[i] for i in train_rows], c=SETTINGS["c"])
         classes = classifier.classes_
-        for row, p in zip(dev_rows, screen_model.predict_proba(classifier, x[dev_rows]), strict=True):
+        for row, p in zip(dev_rows, screen_features.predict_proba(classifier, x[dev_rows]), strict=True):
             read[row] = str(classes[int(np.argmax(p))])
     return read
 
@@ -87,14 +87,14 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     data_hash = current_hash() or ""  # of the data as read now, not as it may be when the fit ends
     requests = training_requests()
     texts, kinds = [t for t, _ in requests], [k for _, k in requests]
-    vectoriser = screen_model.ngram_vectoriser().fit(texts)
+    vectoriser = screen_features.ngram_vectoriser().fit(texts)
     bundle: dict[str, Any] = {}
     metrics: dict[str, Any] = {}
     for variant, encoder in [("lexical", None), *([("embedded", encode)] if encode is not None else [])]:
-        x = screen_model.features(vectoriser, texts, encoder(texts) if encoder else None)
+        x = screen_features.features(vectoriser, texts, encoder(texts) if encoder else None)
         metrics[variant] = _metrics(kinds, _cross_validated(x, kinds))
         bundle[variant] = {"vectoriser": vectoriser,
-                           "classifier": screen_model.fit_classifier(x, kinds, c=SETTINGS["c"])}
+                           "classifier": screen_training.fit_classifier(x, kinds, c=SETTINGS["c"])}
     card = artefacts.ModelCard(
         name=NAME, feature_version=FEATURE_VERSION, data_hash=data_hash,
         data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
@@ -131,6 +131,6 @@ class RequestKindModel:
         screen's vector of the same text)."""
         variant, x = screen_model.reading_features(self.res, self.bundle, self.card, [normalised])
         classifier = variant["classifier"]
-        p = screen_model.predict_proba(classifier, x)[0]
+        p = screen_features.predict_proba(classifier, x)[0]
         order = np.argsort(-p)
         return [str(classifier.classes_[i]) for i in order[:2] if p[i] >= CLOSE_KIND * p[order[0]]]
