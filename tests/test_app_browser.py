@@ -110,15 +110,17 @@ STATUS_LINES = ["Reading your message…", "Finding sources…", "Writing the an
                 "Checking the answer…", "Almost done…", "Checked"]
 
 
-def answered(page, messages: int, timeout_ms: int = 120_000) -> None:
-    """Wait until `messages` chat messages are drawn from the log: none shows a step's status."""
-    page.wait_for_function(
-        """([selector, count, status]) => {
+def answered(page, messages: int, timeout_ms: int = 240_000) -> None:
+    """Wait until `messages` chat messages are drawn from the log and none shows a step's status,
+    still so a second later: between two steps a reply can show no status for a moment."""
+    done = """([selector, count, status]) => {
              const shown = document.querySelectorAll(selector);
              return shown.length >= count && [...shown].every(
                m => !m.innerText.split("\\n").some(line => status.includes(line.trim())));
-           }""", arg=[MESSAGE, messages, STATUS_LINES], timeout=timeout_ms)
-    page.wait_for_timeout(500)
+           }"""
+    for _ in range(2):
+        page.wait_for_function(done, arg=[MESSAGE, messages, STATUS_LINES], timeout=timeout_ms)
+        page.wait_for_timeout(1000)
 
 
 def thread_of(page) -> str:
