@@ -1,7 +1,8 @@
 """Where a turn goes, decided in one place.
 
-`after_screen` settles the screen's route with what only the graph knows. `identify_sources` gathers the turn's `Readings` (what the screen read, what retrieval found, the
-cards the message and the conversation match, which of them were said in full already) and
+`after_screen` settles the screen's route with what only the graph knows. `identify_sources`
+gathers the turn's `Readings` (what the screen read, what retrieval found, the cards the message
+and the conversation match, which of them were said in full already) and
 `decide` turns them into a `Decision`: the card kept, any change to the identification's
 outcome, and the route. `decide` calls no service; the tests give it readings as a table.
 """
