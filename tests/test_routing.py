@@ -188,17 +188,22 @@ def test_a_request_about_one_s_own_case_is_read_from_the_screen(read, expected):
     assert own_case(read) is expected
 
 
-@pytest.mark.parametrize(("own", "urgent", "outcome", "expected"), [
-    (False, True, "none", False),
-    (True, False, "clear", False),
-    (True, False, "middling", False),
-    (True, False, "none", True),
-    (True, True, "clear", True),
-    (True, True, "middling", True),
+@pytest.mark.parametrize(("own", "urgent", "outcome", "match", "expected"), [
+    (False, True, "none", None, False),
+    (True, False, "clear", None, False),
+    (True, False, "middling", None, False),
+    (True, False, "none", None, True),
+    (True, True, "clear", None, True),
+    (True, True, "middling", None, True),
+    (True, True, "clear", NEAR_BOUNDARY, True),
+    (True, True, "clear", BOUNDARY, False),
+    (True, False, "none", ANSWER, False),
 ])
 def test_the_nearest_boundary_card_is_sought_only_where_the_decision_may_fall_back_on_it(own, urgent, outcome,
-                                                                                         expected):
-    assert seeks_nearest_boundary(own, urgent, outcome) is expected
+                                                                                         match, expected):
+    assert seeks_nearest_boundary(own, urgent, outcome, match) is expected
+    readings = Readings(own_case=own, urgent=urgent, outcome=outcome, match=match, nearest_boundary=NEAREST)
     if not expected:  # however near a boundary card, the decision never takes one it did not seek
-        readings = Readings(own_case=own, urgent=urgent, outcome=outcome, nearest_boundary=NEAREST)
-        assert decide(readings).card is None
+        assert decide(readings).card is match
+    else:
+        assert decide(readings).card is NEAREST

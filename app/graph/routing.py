@@ -101,11 +101,11 @@ def after_screen(route: ScreenRoute, *, sources_answer_emergency: bool = False, 
     return route
 
 
-def seeks_nearest_boundary(own_case: bool, urgent: bool, outcome: Outcome) -> bool:
+def seeks_nearest_boundary(own_case: bool, urgent: bool, outcome: Outcome, match: CardMatch | None = None) -> bool:
     """Whether `decide` may fall back on the nearest boundary card: a request about one's own case
     that retrieval did not cover, or from someone unwell now (a middling reading of a calm one is
-    answered as clear instead)."""
-    return own_case and (urgent or outcome == "none")
+    answered as clear instead), and whose own words' card (`match`) is not confident."""
+    return own_case and (urgent or outcome == "none") and not (match is not None and match.confident)
 
 
 def decide(readings: Readings) -> Decision:

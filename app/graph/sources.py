@@ -134,7 +134,7 @@ class SourceReader:
                                  requests=screen.boundary_kinds) \
             if match is None and identification.context else None
         nearest = cards.nearest_boundary(text, settings) \
-            if seeks_nearest_boundary(own, screen.urgent, identification.outcome) else None
+            if seeks_nearest_boundary(own, screen.urgent, identification.outcome, match) else None
         matched = [m for m in (match, in_context, nearest) if m is not None]
         return Readings(own_case=own, urgent=screen.urgent, asks=answer_types.asks_anything(screen.text),
                         outcome=identification.outcome, match=match, match_in_context=in_context,
