@@ -63,11 +63,24 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def save(name: str, model: Any, card: ModelCard, folder: Path = ARTEFACTS_DIR) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+# xz: about half the size of zlib for coefficient matrices at full precision. An artefact read at
+# every start whose weights pack well otherwise (half precision) saves with zlib: xz costs seconds.
+SMALLEST = ("xz", 6)
+FAST_TO_LOAD = ("zlib", 1)
+
+
+def save(name: str, model: Any, card: ModelCard, folder: Path = ARTEFACTS_DIR,
+         compress: tuple[str, int] = SMALLEST) -> Path:
     card = card.model_copy(update={"trained_at": datetime.now(UTC).isoformat(timespec="seconds")})
-    # xz: about half the size of zlib for these coefficient matrices, for ~0.2 s more at load.
-    joblib.dump(model, folder / f"{name}.joblib", compress=("xz", 6))
+    return write(name, model, card, folder, compress)
+
+
+def write(name: str, model: Any, card: ModelCard, folder: Path = ARTEFACTS_DIR,
+          compress: tuple[str, int] = SMALLEST) -> Path:
+    """The model file and its card as given, the card's checksum that of the file written
+    (`save` dates the card first; storing a fitted model anew keeps its date)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    joblib.dump(model, folder / f"{name}.joblib", compress=compress)  # load() reads any compression
     card = card.model_copy(update={"sha256": file_sha256(folder / f"{name}.joblib")})
     (folder / f"{name}.card.json").write_text(card.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return folder / f"{name}.joblib"

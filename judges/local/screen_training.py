@@ -38,7 +38,14 @@ from judges.local.screen_features import (
     predict_proba,
 )
 from judges.local.screen_language import english_probability, likeliest_language, too_short_to_judge
-from judges.local.screen_model import FEATURE_VERSION, NAME, SETTINGS, current_hash, training_files
+from judges.local.screen_model import (
+    FEATURE_VERSION,
+    NAME,
+    SETTINGS,
+    current_hash,
+    packed,
+    training_files,
+)
 from judges.local.screen_thresholds import (
     dev_metrics,
     f1_threshold,
@@ -246,5 +253,5 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
                "Dev metrics are cross-validated (each message read by the folds' model that did not see it) "
                "and count the high-precision patterns too, as the screen runs them. "
                f"Settings: {SETTINGS}."))
-    artefacts.save(NAME, bundle, card, out_dir)
+    artefacts.save(NAME, packed(bundle), card, out_dir, compress=artefacts.FAST_TO_LOAD)
     return card

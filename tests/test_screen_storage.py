@@ -1,0 +1,55 @@
+"""The input screen's artefact stores weights that half precision holds exactly at half precision
+(zlib, quick to read at start-up); read back, every weight is the one fitted, bit for bit."""
+
+from __future__ import annotations
+
+import joblib
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from judges.local import artefacts, screen_model
+
+
+def _classifier(weights: np.ndarray) -> LogisticRegression:
+    classifier = LogisticRegression()
+    classifier.coef_, classifier.intercept_ = weights, np.zeros(weights.shape[0])
+    classifier.classes_ = np.arange(weights.shape[0])
+    return classifier
+
+
+def _bundle() -> dict:
+    rng = np.random.default_rng(0)
+    rounded = rng.normal(size=(4, 300)).astype(np.float16).astype(np.float32)  # as the fit rounds them
+    full = rng.normal(size=(3, 200)).astype(np.float32)  # not held by half precision
+    return {"lexical": {"classifier": _classifier(rounded), "threshold": 0.4},
+            "language_id": {"classifier": _classifier(full)}, "note": "kept as it is"}
+
+
+def test_stored_weights_read_back_bit_for_bit(tmp_path):
+    fitted = _bundle()
+    expected = {name: fitted[name]["classifier"].coef_.copy() for name in ("lexical", "language_id")}
+    path = tmp_path / "screen.joblib"
+    joblib.dump(screen_model.packed(fitted), path, compress=artefacts.FAST_TO_LOAD)
+    stored = joblib.load(path)
+    assert stored["lexical"]["classifier"].coef_.dtype == np.float16  # half the bytes
+    assert stored["language_id"]["classifier"].coef_.dtype == np.float32  # half precision would round it
+    read = screen_model.ready_to_read(stored)
+    for name, weights in expected.items():
+        coef = read[name]["classifier"].coef_
+        assert coef.dtype == np.float32 and coef.flags.f_contiguous
+        assert coef.tobytes() == np.asfortranarray(weights).tobytes(), name
+    assert read["lexical"]["threshold"] == 0.4 and read["note"] == "kept as it is"
+
+
+def test_packing_leaves_the_fitted_bundle_as_it_was():
+    fitted = _bundle()
+    before = fitted["lexical"]["classifier"].coef_
+    screen_model.packed(fitted)
+    assert fitted["lexical"]["classifier"].coef_ is before and before.dtype == np.float32
+
+
+def test_the_shipped_screen_is_stored_small_and_quick_to_read():
+    """Under 30 MB in the repository, and not xz, whose unpacking costs a short command seconds."""
+    path = artefacts.ARTEFACTS_DIR / f"{screen_model.NAME}.joblib"
+    assert path.stat().st_size < 30_000_000
+    assert path.read_bytes()[:1] == b"x"  # zlib's header (xz files start with 0xFD)
