@@ -12,6 +12,7 @@ from pydantic import Field, ValidationError, field_validator
 from app.core.errors import ConfigError
 from app.core.records import Record, Verdict
 from app.core.text import citations_in
+from app.core.yaml_text import parse_yaml
 from judges.local import LOCAL_CHECKS
 from judges.local.patterns import words_regex
 from judges.rules import load_rules
@@ -72,7 +73,7 @@ def load_judges(directory: Path = DEFINITIONS_DIR) -> tuple[JudgeDefinition, ...
     judges, problems = [], []
     for path in sorted(directory.glob("*.yaml")):
         try:
-            judges.append(JudgeDefinition.model_validate(yaml.safe_load(path.read_text(encoding="utf-8"))))
+            judges.append(JudgeDefinition.model_validate(parse_yaml(path.read_text(encoding="utf-8"))))
         except yaml.YAMLError as error:
             problems.append(f"{path}: not valid YAML: {error}")
         except ValidationError as error:

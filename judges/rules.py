@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from app.core.errors import ConfigError
 from app.core.profile import Profile
 from app.core.records import Record
+from app.core.yaml_text import parse_yaml
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 
@@ -51,6 +52,6 @@ class RuleBook(Record):
 @cache
 def load_rules(path: Path = RULES_FILE) -> RuleBook:
     try:
-        return RuleBook.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        return RuleBook.model_validate(parse_yaml(path.read_text(encoding="utf-8")))
     except (OSError, yaml.YAMLError, ValidationError) as error:
         raise ConfigError(f"{path}: cannot load the rules: {error}") from error

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from app.core.yaml_text import parse_yaml
 from app.kb.schema import ID_PATTERN, field_name, yaml_problem
 
 EXAMPLES_FOLDER = "examples"
@@ -42,7 +43,7 @@ def load_examples(folder: Path, source_ids: set[str], quarantined: set[str]) -> 
     for file in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
         where = f"{folder.name}/{file.name}"
         try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8"))
+            data = parse_yaml(file.read_text(encoding="utf-8"))
             found = ExampleSet.model_validate(data)
         except yaml.YAMLError as error:
             problems.append(f"{where}: {yaml_problem(error)}")

@@ -6,7 +6,6 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field, ValidationError
 
 from app.core.config_sections import DEFAULT_CRISIS_CONTACTS, CrisisContact
@@ -14,6 +13,7 @@ from app.core.errors import ConfigError
 from app.core.medicines import load_vocabulary
 from app.core.profile import Profile
 from app.core.records import Record
+from app.core.yaml_text import parse_yaml
 from judges.rules import load_rules
 
 PROMPTS_DIR = Path(__file__).resolve().parent
@@ -21,7 +21,7 @@ PROMPTS_DIR = Path(__file__).resolve().parent
 
 @cache
 def replies() -> dict[str, str]:
-    return yaml.safe_load((PROMPTS_DIR / "replies.yaml").read_text(encoding="utf-8"))
+    return parse_yaml((PROMPTS_DIR / "replies.yaml").read_text(encoding="utf-8"))
 
 
 @cache
@@ -76,7 +76,7 @@ def crisis_translations() -> dict[str, CrisisTranslation]:
     """The crisis replies' openings by language code (crisis_translations.yaml: written and reviewed
     by people, never translated at run time)."""
     path = PROMPTS_DIR / "crisis_translations.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = parse_yaml(path.read_text(encoding="utf-8"))
     try:
         return {code: CrisisTranslation.model_validate(text) for code, text in data.items()}
     except ValidationError as error:

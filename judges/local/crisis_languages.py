@@ -10,16 +10,18 @@ import re
 import re._constants as sre_constants
 import re._parser as sre_parser
 import unicodedata
-from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
-import yaml
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from app.core.records import Record
+from app.core.yaml_text import parse_yaml
+from judges.local import derived_cache
 
 DATA = Path(__file__).with_name("crisis_languages.yaml")
+# Validation context: every pattern of this very file already compiled in an earlier process.
+_COMPILED_BEFORE = "patterns compiled before"
 
 # Letters written more than one way, made one so that a pattern need not list them: the ones
 # without a decomposition (ł, ß, dotless ı), Greek final sigma, apostrophes, Arabic alef maqsura,
@@ -48,9 +50,10 @@ def fold(text: str) -> str:
     return _strip_marks(unicodedata.normalize("NFKC", text).lower())
 
 
-def _compiles(items: list[str]) -> list[str]:
-    for item in items:
-        re.compile(item)
+def _compiles(items: list[str], info: ValidationInfo) -> list[str]:
+    if not (info.context or {}).get(_COMPILED_BEFORE):
+        for item in items:
+            re.compile(item)
     return items
 
 
@@ -69,8 +72,8 @@ class Concepts(Record):
 
     @field_validator("*")
     @classmethod
-    def _patterns_compile(cls, items: list[str]) -> list[str]:
-        return _compiles(items)
+    def _patterns_compile(cls, items: list[str], info: ValidationInfo) -> list[str]:
+        return _compiles(items, info)
 
 
 class Examples(Record):
@@ -88,8 +91,8 @@ class Language(Record):
 
     @field_validator("not_")
     @classmethod
-    def _figures_compile(cls, items: list[str]) -> list[str]:
-        return _compiles(items)
+    def _figures_compile(cls, items: list[str], info: ValidationInfo) -> list[str]:
+        return _compiles(items, info)
 
 
 class LanguagesFile(Record):
@@ -98,34 +101,90 @@ class LanguagesFile(Record):
 
 @cache
 def languages() -> dict[str, Language]:
-    return LanguagesFile.model_validate(yaml.safe_load(DATA.read_text(encoding="utf-8"))).languages
+    data = parse_yaml(DATA.read_text(encoding="utf-8"))
+    # A file whose patterns were all compiled and analysed before (its needs are on disk) is not
+    # compiled again pattern by pattern: a broken pattern never gets that far.
+    checked = _known_needs() is not None
+    return LanguagesFile.model_validate(data, context={_COMPILED_BEFORE: checked}).languages
 
 
-def _regex(patterns: list[str], start: str) -> re.Pattern[str]:
+def _source(patterns: list[str], start: str) -> str:
     # Patterns are folded like messages (so written with or without accents), but not lower-cased:
     # that would turn \S into \s.
-    return re.compile("|".join(f"{start}(?:{_strip_marks(p)})" for p in patterns), re.IGNORECASE)
+    return "|".join(f"{start}(?:{_strip_marks(p)})" for p in patterns)
 
 
-@dataclass(frozen=True)
+class _Regex:
+    """A pattern compiled at its first use: a message needs a few of the lexicon's patterns, and
+    compiling all of them costs a short command seconds."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    @cached_property
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.source, re.IGNORECASE)
+
+    def finditer(self, text: str):
+        return self.compiled.finditer(text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.compiled.search(text)
+
+
 class _Concept:
-    name: str
-    pattern: re.Pattern[str]
-    # Strings one of which every match contains (None: no such set): most messages hold none of
-    # them, and a substring test is a hundred times cheaper than scanning with the pattern.
-    needs: frozenset[str] | None
+    def __init__(self, name: str, regex: _Regex, needs: frozenset[str] | None):
+        self.name = name
+        self.regex = regex
+        # Strings one of which every match contains (None: no such set): most messages hold none of
+        # them, and a substring test is a hundred times cheaper than scanning with the pattern.
+        self.needs = needs
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return self.regex.compiled
 
 
 @cache
-def _compiled() -> list[tuple[str, list[_Concept], re.Pattern[str] | None]]:
+def _compiled() -> list[tuple[str, list[_Concept], _Regex | None]]:
+    known = _known_needs() or {}
+    found: dict[str, dict[str, list[str] | None]] = {}
     compiled = []
     for code, lang in languages().items():
         concepts = []
         for name, patterns in lang.concepts:
-            pattern = _regex(patterns, r"(?<!\w)" if lang.spaced else "")
-            concepts.append(_Concept(name, pattern, _needs(pattern)))
-        compiled.append((code, concepts, _regex(lang.not_, "") if lang.not_ else None))
+            regex = _Regex(_source(patterns, r"(?<!\w)" if lang.spaced else ""))
+            if name in known.get(code, {}):
+                kept = known[code][name]
+                needs = None if kept is None else frozenset(kept)
+            else:  # worked out once per file, code and Python: this compiles the pattern
+                needs = _needs(regex.compiled)
+                found.setdefault(code, {})[name] = None if needs is None else sorted(needs)
+            concepts.append(_Concept(name, regex, needs))
+        figures = _Regex(_source(lang.not_, "")) if lang.not_ else None
+        if found and figures is not None:
+            figures.compiled  # noqa: B018 - a broken figure of speech fails here, before anything is kept
+        compiled.append((code, concepts, figures))
+    if found:
+        derived_cache.write(_NEEDS, _needs_key(), {code: {**known.get(code, {}), **found.get(code, {})}
+                                                   for code in languages()})
     return compiled
+
+
+_NEEDS = "crisis-languages-needs"
+
+
+@cache
+def _needs_key() -> str:
+    return derived_cache.key_of(Path(__file__).read_bytes(), DATA.read_bytes())
+
+
+def _known_needs() -> dict[str, dict[str, list[str] | None]] | None:
+    """Every concept's literal set, as an earlier process worked it out from this very file."""
+    known = derived_cache.read(_NEEDS, _needs_key())
+    if not isinstance(known, dict) or not all(isinstance(concepts, dict) for concepts in known.values()):
+        return None
+    return known
 
 
 def find_concept(text: str) -> tuple[str, str, str] | None:

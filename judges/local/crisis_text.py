@@ -9,12 +9,12 @@ import re
 from functools import cache
 from pathlib import Path
 
-import yaml
 from pydantic import Field
 
 from app.core.records import Record
 from app.core.spelling import Speller
 from app.core.text import split_sentences
+from app.core.yaml_text import parse_yaml
 from judges.local import patterns
 
 PATTERNS_FILE = Path(__file__).with_name("crisis_patterns.yaml")
@@ -34,7 +34,7 @@ class CrisisPatternsFile(Record):
 
 @cache
 def crisis_patterns() -> list[tuple[CrisisPattern, re.Pattern[str]]]:
-    data = CrisisPatternsFile.model_validate(yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8")))
+    data = CrisisPatternsFile.model_validate(parse_yaml(PATTERNS_FILE.read_text(encoding="utf-8")))
     return [(p, re.compile(patterns.expand(p.pattern), re.IGNORECASE)) for p in data.patterns]
 
 

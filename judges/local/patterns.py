@@ -18,6 +18,7 @@ from pydantic import ValidationError, model_validator
 from app.core.errors import ConfigError
 from app.core.medicines import vocabulary
 from app.core.records import Record
+from app.core.yaml_text import parse_yaml
 
 PATTERNS_FILE = Path(__file__).with_name("patterns.yaml")
 
@@ -100,7 +101,7 @@ PatternsFile.model_rebuild()
 def data() -> dict[str, Any]:
     """patterns.yaml, validated. Raises ConfigError naming the file and every problem."""
     try:
-        loaded = yaml.safe_load(PATTERNS_FILE.read_text(encoding="utf-8"))
+        loaded = parse_yaml(PATTERNS_FILE.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"{PATTERNS_FILE}: cannot load the local-check patterns: {error}") from error
     if isinstance(loaded, dict) and isinstance(loaded.get("lexicon"), dict):
