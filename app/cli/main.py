@@ -10,6 +10,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# wordfreq finds its data files by walking the call stack, at a cost that grows with every module
+# already loaded: imported first it takes a tenth of a second, after scikit-learn and LangGraph over
+# a second of every command that reads English words.
+import wordfreq  # noqa: F401  # isort: skip
 import typer
 
 from app.cli import (

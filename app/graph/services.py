@@ -4,7 +4,10 @@ the chat model, the filter and the crisis screener."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -67,12 +70,13 @@ class Services:
         """Everything from configuration; pass `embedder=`, `identifier=`, `chat=`, `caf=` or
         `crisis_screener=` or `condenser=` to replace a part (tests hand in fakes and scripted models this way)."""
         from app.core.embeddings import Embedder
-        from app.retrieval import open_identifier
 
-        embedder = overrides.pop("embedder", None) or Embedder()
-        identifier = overrides.pop("identifier", None) or open_identifier(
-            settings, embedder, show_progress=show_progress)
-        resources = Resources.from_settings(settings, embedder, identifier.correct_english)
+        given = overrides.pop("embedder", None)
+        embedder = given or Embedder()
+        if given is None:
+            _ready_to_encode(embedder)
+        identifier, resources = _identifier_and_resources(settings, embedder, overrides.pop("identifier", None),
+                                                          show_progress)
         chat = overrides.pop("chat") if "chat" in overrides else model_for("chat", settings)
         if "crisis_screener" not in overrides and 1 in settings.caf.tiers:
             overrides["crisis_screener"] = model_for("screener", settings)
@@ -140,3 +144,38 @@ class Services:
 
     def topic_titles(self) -> list[str]:
         return [source.title for source in self.identifier.knowledge_base]
+
+
+def _identifier_and_resources(settings: Settings, embedder: Any, identifier: Identifier | None,
+                              show_progress: bool) -> tuple[Identifier, Resources]:
+    """The source identifier and the local checks' resources, loaded side by side: the index's
+    store and the checks' artefacts each spend much of their loading outside the interpreter's lock."""
+    if identifier:
+        return identifier, Resources.from_settings(settings, embedder, identifier.correct_english)
+    # Imported here, not in the thread: two threads importing one package graph can deadlock.
+    import bm25s  # noqa: F401
+    import chromadb  # noqa: F401
+
+    from app.retrieval import open_identifier
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="open-identifier") as pool:
+        opening = pool.submit(open_identifier, settings, embedder, show_progress=show_progress)
+        try:
+            # The speller is the identifier's; nothing reads a message before both are loaded.
+            resources = Resources.from_settings(settings, embedder, lambda text: opening.result().correct_english(text))
+        except BaseException:
+            opening.result()  # the identifier's own failure, if any, first: it was opened first
+            raise
+        identifier = opening.result()
+    resources.correct_english = identifier.correct_english
+    return identifier, resources
+
+
+def _ready_to_encode(embedder: Any) -> None:
+    """Start the encoder's runtime now, in the background: the first message's reading would
+    otherwise wait for it (a few hundred milliseconds)."""
+    def encode_once() -> None:
+        with contextlib.suppress(Exception):  # a broken model is the turn's to report, as before
+            embedder.encode(["ready"], cache=False)
+
+    threading.Thread(target=encode_once, name="ready-to-encode").start()

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
 
 from app.core.answer_types import asks_anything
 from app.core.config import REPO_ROOT
@@ -153,6 +152,9 @@ def _threshold(p: np.ndarray, truth: np.ndarray, caught_alone: np.ndarray, targe
 
 
 def _cross_validated(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    # Imported for training only: it brings scipy.stats and pandas with it.
+    from sklearn.model_selection import StratifiedKFold
+
     read = np.zeros(len(truth))
     folds = StratifiedKFold(SETTINGS["folds"], shuffle=True, random_state=SETTINGS["seed"])
     for train_rows, dev_rows in folds.split(x, truth):
