@@ -8,11 +8,24 @@ QUESTION ?= What are the early warning signs of relapse, and what should we do?
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 
-# Runtime only: enough for the offline default.
+# uv installs: on 2 cores it takes seconds where pip took minutes, and it keeps the wheels it
+# downloads (pip's cache stayed empty: the registry's answers are not cacheable), so the next clone
+# installs from disk. pip stays the fallback where uv itself cannot be installed.
+# uv reads no pip configuration, so the local wheel folders pip is pointed at are passed on: on
+# these machines one holds torch's CPU build, without which uv would take PyPI's multi-GB CUDA one.
+# $(1): what to install; $(2): options for uv only.
+comma     := ,
+PIP_LINKS  = $(wildcard $(sort $(shell $(BIN)/pip config list 2>/dev/null | sed -n "s/.*find-links='\(.*\)'/\1/p")))
+install    = if [ -x $(BIN)/uv ] || $(BIN)/pip install -q -c constraints.txt uv; then \
+	       $(BIN)/uv pip install --python $(BIN)/python $(2) \
+	         $(addprefix --find-links ,$(PIP_LINKS)) -c constraints.txt $(1); \
+	     else $(BIN)/pip install -q -c constraints.txt $(1); fi
+
+# Runtime only: enough for the offline default. Python compiles the bytecode of what a start
+# imports, a fraction of what is installed: compiling all of it first took a minute on 2 cores.
 $(VENV)/.installed-runtime: pyproject.toml constraints.txt | $(BIN)/python
-	$(BIN)/pip install -q -c constraints.txt -e .
+	$(call install,-e .)
 	touch $@
 
 # Everything: tests, lint and the local llama.cpp server, built from source for a portable x86-64
@@ -20,6 +33,8 @@ $(VENV)/.installed-runtime: pyproject.toml constraints.txt | $(BIN)/python
 # on a VM whose CPU advertises AMX. Its wheel is built once per version and flags into a wheelhouse
 # outside the clone (pip's own cache keys a built wheel by its source, not by these flags, so it
 # could hand back a wheel built for another CPU); later installs, CI's fresh clones, take it there.
+# Its bytecode is compiled at install, as pip did: the tests start many processes, and where
+# PYTHONDONTWRITEBYTECODE is set each of them would compile what it imports again.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 LLAMA_VERSION    := $(shell sed -n 's/^llama_cpp_python==//p' constraints.txt)
 LLAMA_WHEELS     ?= $(HOME)/.cache/cafbot/wheels/$(shell printf '%s' "$(LLAMA_CMAKE_ARGS)" | sha256sum | cut -c1-12)
@@ -27,8 +42,7 @@ $(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
 	ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl > /dev/null 2>&1 || \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(LLAMA_WHEELS) \
 	    llama_cpp_python==$(LLAMA_VERSION)
-	$(BIN)/pip install -q -c constraints.txt --find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python \
-	  -e '.[dev,local]'
+	$(call install,--find-links $(LLAMA_WHEELS) --only-binary llama-cpp-python -e '.[dev$(comma)local]',--compile-bytecode)
 	touch $@ $(VENV)/.installed-runtime
 
 # The learned checks ship in the repository, checksummed: this verifies them and rebuilds only one
@@ -60,6 +74,7 @@ lint: $(VENV)/.installed-dev
 train: $(VENV)/.installed-runtime
 	$(BIN)/cafbot judges train
 	$(BIN)/python -c 'from app.retrieval.examples import ship_default_fit; print("wrote", ship_default_fit())'
+	$(BIN)/python -c 'from app.retrieval.shipped_vectors import ship_default_vectors; print("wrote", ship_default_vectors())'
 
 # Every published figure: each evaluation's JSON into docs/results/, then docs/results.md and the
 # README's table from them (app/evaluation/results.py lists the same commands).

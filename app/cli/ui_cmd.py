@@ -37,7 +37,10 @@ def ui(
     if is_listening(host if host != "0.0.0.0" else "127.0.0.1", port):
         raise ConfigError(f"port {port} on {host} is already in use; choose another with --port")
     # Built here, with progress, so that the first visitor does not wait behind a silent spinner.
-    open_identifier(settings, Embedder(), show_progress=True)
+    # A first start on a machine also exports the embedder to ONNX: seconds with nothing to show.
+    with console.status("Loading the sentence embedder…"):
+        embedder = Embedder()
+    open_identifier(settings, embedder, show_progress=True)
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
     console.print(f"cafbot is starting at [bold]http://{escape(shown)}:{port}[/] (profile "
                   f"{settings.profile}). Open it in your browser; Ctrl-C stops it.", highlight=False)

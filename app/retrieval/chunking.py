@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -82,6 +83,11 @@ def chunk_source(source: Source, chunk_words: int, overlap_words: int) -> list[C
             chunks.append(Chunk(id=f"{source.id}#{len(chunks)}", source_id=source.id, kind="text",
                                 heading=label, text=f"{label}: {' '.join(window)}"))
     return chunks
+
+
+def knowledge_base_chunks(sources: Iterable[Source], chunk_words: int, overlap_words: int) -> list[Chunk]:
+    """Every chunk of the sources, in their order: what the index holds."""
+    return [c for s in sources for c in chunk_source(s, chunk_words, overlap_words)]
 
 
 def source_fingerprint(source: Source, *extra: object) -> str:

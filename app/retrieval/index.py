@@ -41,7 +41,7 @@ from app.retrieval.chroma_store import (
     reading_index,
     while_locked,
 )
-from app.retrieval.chunking import Chunk, chunk_source, source_fingerprint
+from app.retrieval.chunking import Chunk, knowledge_base_chunks, source_fingerprint
 from app.retrieval.generations import (
     Pointer,
     current_generation,
@@ -52,11 +52,12 @@ from app.retrieval.generations import (
     read_pointer,
     write_pointer,
 )
+from app.retrieval.shipped_vectors import shipped_vectors
 
 log = logging.getLogger(__name__)
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-_BATCH = 256
+EMBED_BATCH = 256  # chunks per `encode_known` call (shipped vectors are made in the same batches)
 _PAGE = 5000
 # HNSW is approximate and Chroma builds it on several threads, so each build is a different graph.
 # With the default 100 candidates a search now and then missed a question's nearest chunk (3 builds
@@ -180,8 +181,7 @@ class ChunkIndex:
         retrieval = settings.retrieval
         # What the knowledge base holds: what `sync` stores. `chunks` are those searched, the same
         # until a rebuild elsewhere switches this index to a generation built from other files.
-        self.wanted: list[Chunk] = [c for s in kb for c in
-                                    chunk_source(s, retrieval.chunk_words, retrieval.chunk_overlap_words)]
+        self.wanted: list[Chunk] = knowledge_base_chunks(kb, retrieval.chunk_words, retrieval.chunk_overlap_words)
         self._fingerprints = {s.id: source_fingerprint(s, self.embedder.name, retrieval.chunk_words,
                                                        retrieval.chunk_overlap_words) for s in kb}
         self.tokenize = Tokenizer()
@@ -269,17 +269,24 @@ class ChunkIndex:
     def _embed_and_store(self, chunks: list[Chunk], show_progress: bool) -> None:
         if not chunks:
             return
+        # The default knowledge base ships its vectors: a first start embeds none of its chunks.
+        shipped = shipped_vectors(self.embedder, [c.text for c in chunks])
         with tqdm(total=len(chunks), desc="Indexing chunks", unit="chunk",
                   disable=not show_progress) as bar:
-            for start in range(0, len(chunks), _BATCH):
-                batch = chunks[start: start + _BATCH]
-                vectors = self.embedder.encode_known([c.text for c in batch])
+            for start in range(0, len(chunks), EMBED_BATCH):
+                batch = chunks[start: start + EMBED_BATCH]
+                vectors = self._vectors([c.text for c in batch], shipped)
                 self.collection.add(
                     ids=[c.id for c in batch], embeddings=vectors, documents=[c.text for c in batch],
                     metadatas=[{"source_id": c.source_id, "kind": c.kind, "heading": c.heading,
                                 "fingerprint": self._fingerprints[c.source_id]} for c in batch],
                 )
                 bar.update(len(batch))
+
+    def _vectors(self, texts: list[str], shipped: dict[str, np.ndarray]) -> np.ndarray:
+        if missing := [t for t in texts if t not in shipped]:
+            shipped = {**shipped, **dict(zip(missing, self.embedder.encode_known(missing), strict=True))}
+        return np.stack([shipped[t] for t in texts])
 
     # -- following rebuilds ------------------------------------------------------------------
     def follow_pointer(self) -> bool:
