@@ -104,6 +104,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/bench_caf.py
 	$(BIN)/python bench/bench_replicas.py
 	$(BIN)/python bench/bench_server.py
+	$(BIN)/python bench/bench_ask.py
 
 clean:
 	rm -rf .cafbot .pytest_cache .ruff_cache

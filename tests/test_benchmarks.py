@@ -30,6 +30,11 @@ def test_bench_retrieval_at_its_smallest():
     assert "p50 ms" in bench("bench_retrieval.py", "--chunks", "300", "--pool", "20")
 
 
+def test_bench_ask_at_its_smallest():
+    out = bench("bench_ask.py", "--runs", "1")
+    assert out.count("median") == 4, out  # wall and processor, for each question
+
+
 def test_bench_caf_at_its_smallest():
     out = bench("bench_caf.py", "--limit", "5")
     assert "paper mode needs" in out and "CAF latency added per passing turn" in out
