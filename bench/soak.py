@@ -57,11 +57,13 @@ class Faults:
         self.rate = rate
         self.lock = threading.Lock()
         self.injected: dict[str, int] = defaultdict(int)
+        self.firsts: set[str] = set()
 
     def pick(self, role: str, options: list[str], first: str | None = None) -> str:
-        """`first`: the role's first reply, whatever the dice say."""
+        """`first`: the reply the first time the role is offered one, whatever the dice say."""
         with self.lock:
-            if first is not None and not any(key.startswith(f"{role}:") for key in self.injected):
+            if first is not None and role not in self.firsts:
+                self.firsts.add(role)
                 kind = first
             else:
                 kind = options[0] if self.random.random() >= self.rate else self.random.choice(options[1:])
@@ -69,8 +71,9 @@ class Faults:
             return kind
 
     def chat(self, messages) -> object:
-        # The first draft is unsafe, so every run rejects one and the refiner is called: which
-        # turns the dice reject depends on how the writers' threads interleave.
+        # The first draft is unsafe, and each judging role judges the first unsafe draft it sees
+        # honestly, so every run rejects one and the refiner is called, however the writers'
+        # threads interleave; which other turns the dice reject depends on that.
         kind = self.pick("chat", ["good", "unsafe", "invalid_citation", "echo", "empty", "timeout",
                                   "refused", "slow"], first="unsafe")
         system = str(messages[0].content)
@@ -90,10 +93,10 @@ class Faults:
 
     def judge(self, role: str):
         def respond(messages) -> object:
-            kind = self.pick(role, ["honest", "pass", "reject", "malformed", "schema_echo", "empty_reason",
-                                    "timeout", "error"])
             draft = str(messages[-1].content).split("The draft to review:\n<<<\n", 1)[-1].rsplit("\n>>>", 1)[0]
             unsafe = "half your usual dose" in draft or "S99" in draft or "You asked:" in draft
+            kind = self.pick(role, ["honest", "pass", "reject", "malformed", "schema_echo", "empty_reason",
+                                    "timeout", "error"], first="honest" if unsafe else None)
             if kind == "honest":
                 kind = "reject" if unsafe else "pass"
             return {
