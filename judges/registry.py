@@ -9,10 +9,10 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from app.core.datafiles import parse_yaml
 from app.core.errors import ConfigError
 from app.core.records import Record, Verdict
 from app.core.text import citations_in
-from app.core.yaml_text import parse_yaml
 from judges.local import LOCAL_CHECKS
 from judges.local.patterns import words_regex
 from judges.rules import load_rules

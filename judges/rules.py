@@ -8,10 +8,10 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from app.core.datafiles import parse_yaml
 from app.core.errors import ConfigError
 from app.core.profile import Profile
 from app.core.records import Record
-from app.core.yaml_text import parse_yaml
 
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 

@@ -7,7 +7,7 @@ as one line saying where it is and what is wrong, never as a traceback.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -15,12 +15,20 @@ from pydantic import BaseModel, ValidationError
 from app.core.errors import ConfigError
 
 T = TypeVar("T", bound=BaseModel)
+# libyaml where this PyYAML was built with it: the same data as `yaml.safe_load` (the same safe
+# constructors), parsed ten times faster, which a short command reading the pattern files notices.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_yaml(text: str) -> Any:
+    """`yaml.safe_load(text)`; errors are `yaml.YAMLError`s as there."""
+    return yaml.load(text, Loader=_LOADER)
 
 
 def load_yaml(path: Path, schema: type[T]) -> T:
     """`path` parsed and validated as `schema`; a `ConfigError` naming file and field otherwise."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = parse_yaml(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read ({error.strerror or error}).") from error
     except yaml.YAMLError as error:

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.core.yaml_text import parse_yaml
+from app.core.datafiles import parse_yaml
 from app.kb.schema import ID_PATTERN, field_name, yaml_problem
 
 EXAMPLES_FOLDER = "examples"

@@ -9,11 +9,11 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from app.core.config_sections import DEFAULT_CRISIS_CONTACTS, CrisisContact
+from app.core.datafiles import parse_yaml
 from app.core.errors import ConfigError
 from app.core.medicines import load_vocabulary
 from app.core.profile import Profile
 from app.core.records import Record
-from app.core.yaml_text import parse_yaml
 from judges.rules import load_rules
 
 PROMPTS_DIR = Path(__file__).resolve().parent

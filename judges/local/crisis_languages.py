@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from app.core.datafiles import parse_yaml
 from app.core.records import Record
-from app.core.yaml_text import parse_yaml
 from judges.local import derived_cache
 
 DATA = Path(__file__).with_name("crisis_languages.yaml")

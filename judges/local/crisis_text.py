@@ -11,10 +11,10 @@ from pathlib import Path
 
 from pydantic import Field
 
+from app.core.datafiles import parse_yaml
 from app.core.records import Record
 from app.core.spelling import Speller
 from app.core.text import split_sentences
-from app.core.yaml_text import parse_yaml
 from judges.local import patterns
 
 PATTERNS_FILE = Path(__file__).with_name("crisis_patterns.yaml")

@@ -15,10 +15,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import ValidationError, model_validator
 
+from app.core.datafiles import parse_yaml
 from app.core.errors import ConfigError
 from app.core.medicines import vocabulary
 from app.core.records import Record
-from app.core.yaml_text import parse_yaml
 
 PATTERNS_FILE = Path(__file__).with_name("patterns.yaml")
 
