@@ -24,6 +24,9 @@ class DraftContext(Record):
     # after a crisis): the crisis check counts it as the draft's response; no judge reads it as
     # the draft's own content.
     closing: str = ""
+    # The crisis evidence the input screen found in the recent turns, read as it read them (with
+    # the messages before); None when not known, and the crisis check reads `history` again.
+    crisis_before: list[str] | None = None
 
     def source(self, source_id: str) -> SourceText | None:
         return next((s for s in self.sources if s.id == source_id), None)

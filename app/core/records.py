@@ -153,6 +153,15 @@ class InputScreen(Record):
     language: str = ""  # the other language the message is written in ("de", "hi", …); "" for English
 
 
+class CrisisMark(Record):
+    """A turn the screen read as a crisis, as it read it: alone, with the messages before it, or by
+    a model. What the turns after it look back at; the message re-read alone may show no danger."""
+
+    turn: int
+    kind: str = ""  # the learned layer's likeliest kind ("medical_emergency", …); "" when none
+    evidence: list[str] = Field(default_factory=list)
+
+
 class NodeRun(Record):
     node: str
     latency_ms: float
@@ -199,6 +208,6 @@ class TurnTrace(Record):
 # The record types LangGraph's checkpointer may rebuild from its store (its serializer asks for
 # an allowlist).
 CHECKPOINT_TYPES: tuple[type, ...] = (
-    InputScreen, PendingWarning, NodeRun, TurnTrace, ModelCall, Candidate, Identification,
+    InputScreen, CrisisMark, PendingWarning, NodeRun, TurnTrace, ModelCall, Candidate, Identification,
     CafReport, Judgement,
 )

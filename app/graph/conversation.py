@@ -7,11 +7,12 @@ import re
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
 
-from app.core.records import Candidate, Turn
+from app.core.records import Candidate, CrisisMark, Turn
 from app.core.text import split_sentences
 from app.graph.services import Services
 from app.graph.state import ChatState
 from app.kb.cards import AnswerCard
+from judges.local.crisis import history_turns, read_alone
 from judges.schema import DraftContext
 
 _CHOICE = re.compile(r"^\s*(?:option\s*|number\s*|#)?([1-9])\b", re.IGNORECASE)
@@ -38,6 +39,20 @@ def delivered(card: AnswerCard, state: ChatState) -> bool:
     earlier reply, in whatever order it was delivered)."""
     sentences = split_sentences(card.body)
     return any(all(s in answer for s in sentences) for answer in said(state, AIMessage))
+
+
+def recent_crises(state: ChatState, services: Services, *, before: int) -> list[CrisisMark]:
+    """The crises the screen read in the last few turns before turn `before`, oldest first: their
+    answers keep the contacts. Read as the screen read them, with the messages before: a danger
+    seen only in context is not there when its message is read again alone. A conversation saved
+    before the marks were kept has its last messages read again, each alone."""
+    if "crises" not in state:
+        readings = read_alone(said(state, HumanMessage), services.resources)
+        marks = [CrisisMark(turn=before - len(readings) + n, kind=found.crisis_kind, evidence=found.evidence)
+                 for n, found in enumerate(readings) if found.crisis]
+    else:
+        marks = state["crises"]
+    return [m for m in marks if before - history_turns() <= m.turn < before]
 
 
 def resolve_clarification(text: str, offered: list[Candidate]) -> Candidate | None:
@@ -84,5 +99,7 @@ def conversation_turns(messages: list[AnyMessage], last: int = 6) -> list[Turn]:
 def draft_context(state: ChatState, services: Services) -> DraftContext:
     """What the judges see of this turn: the message, the draft, the sources given, recent turns."""
     sources = [d for sid in state.get("prompt_source_ids") or [] if (d := services.source_text(sid))]
+    crises = recent_crises(state, services, before=state["turn"])
     return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources,
-                        history=conversation_turns(state.get("messages", [])))
+                        history=conversation_turns(state.get("messages", [])),
+                        crisis_before=[s for mark in crises for s in mark.evidence])

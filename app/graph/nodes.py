@@ -22,7 +22,7 @@ from app.core import answer_types
 from app.core.config import ROLES
 from app.core.errors import ModelError
 from app.core.models import Deadline, call_text
-from app.core.records import NodeRun, TurnTrace
+from app.core.records import CrisisMark, NodeRun, TurnTrace
 from app.core.text import citations_in
 from app.generation.composition import Composer, Turn, before_closing, joined
 from app.generation.not_covered import headline_questions, not_covered, withheld
@@ -33,6 +33,7 @@ from app.graph.conversation import (
     exchange_messages,
     incoming,
     last_user_message,
+    recent_crises,
     resolve_clarification,
     said,
 )
@@ -45,7 +46,6 @@ from app.prompts import chat_system_prompt, contact_lines, crisis_reply, reply, 
 from app.retrieval.references import refers_back
 from app.screen import adds_no_topic, says_little, screen_message, was_crisis
 from app.small_talk import about_this_chat, small_talk_reply
-from judges.local.crisis import latest_crisis_kind
 
 __all__ = ["AnswerNodes", "conversation_turns", "draft_context", "exchange_messages", "incoming"]
 
@@ -116,6 +116,9 @@ class AnswerNodes:
             screen.reply = screen.reply or (reply("empty_message", self.services.profile) if not screen.text else reply(
                 "not_english", topics=topics_list(self.services.topic_titles()),
                 contacts=contact_lines(self.settings.crisis_contacts)))
+        crises = recent_crises(state, self.services, before=turn)
+        if screen.route == "crisis" and screen.crisis_layer != "conversation":
+            crises.append(CrisisMark(turn=turn, kind=screen.crisis_kind, evidence=screen.crisis_evidence))
         answered = screen.route == "crisis" and not after_crisis \
             and self.sources.medical_the_sources_answer(screen, last_user_message(state) or "")
         if answered:
@@ -123,7 +126,7 @@ class AnswerNodes:
         screen.route = trace.route = after_screen(
             screen.route, sources_answer_emergency=answered, about_us=about_this_chat(screen.text),
             chose_from_menu=resolve_clarification(screen.text, state.get("clarify_candidates") or []) is not None)
-        return {"turn": turn, "screen": screen, "trace": trace, "identification": None,
+        return {"turn": turn, "screen": screen, "crises": crises, "trace": trace, "identification": None,
                 "card": None, "card_confident": False, "draft": "", "answer": "", **taken}
 
     # -- sources -----------------------------------------------------------------------------
@@ -252,9 +255,10 @@ class AnswerNodes:
     def crisis_reminder(self, state: ChatState) -> str:
         """Soon after a crisis message, every answer ends with the crisis contacts again (fixed
         text, added after the filter): the person asked something else, but may not be safe."""
-        kind = latest_crisis_kind(said(state, HumanMessage), self.services.resources)
-        if kind is None:
+        crises = recent_crises(state, self.services, before=state["turn"])
+        if not crises:
             return ""
+        kind = crises[-1].kind
         # After a health problem on a medicine: it still needs a doctor today ("can I wait till
         # Monday?"), which "if you are not safe" does not say.
         name = "crisis_medical_reminder" if kind == "medical_emergency" else "crisis_reminder"

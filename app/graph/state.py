@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 from app.core.records import (
     CafMode,
     Candidate,
+    CrisisMark,
     Identification,
     InputScreen,
     PendingWarning,
@@ -55,6 +56,9 @@ class ChatState(TypedDict, total=False):
     message_id: str | None
     turn: int
     screen: InputScreen
+    # The recent turns the screen read as crises, oldest first. Absent in conversations saved
+    # before it was kept: their earlier messages are read again instead.
+    crises: list[CrisisMark]
     identification: Identification | None
     card: str | None  # the vetted answer card this turn's question matched (its id)
     card_confident: bool  # delivered as the draft; otherwise only the fallback for an LLM draft

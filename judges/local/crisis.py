@@ -143,8 +143,8 @@ def check(ctx: DraftContext, res: Screens) -> Finding:
         return user
     # A medical emergency the graph answers (how to get medical help first) is judged like a
     # crisis earlier in the conversation: the draft must respond to it and not brush it aside.
-    flagged_before = user.sentences if user.flagged else \
-        crisis_earlier([t.content for t in ctx.history if t.role == "user"], res)
+    flagged_before = user.sentences if user.flagged else ctx.crisis_before if ctx.crisis_before is not None \
+        else crisis_earlier([t.content for t in ctx.history if t.role == "user"], res)
     draft = ctx.draft
     minimising = patterns.regex("crisis", "draft_minimising").search(draft)
     encouraging = patterns.regex("crisis", "draft_encouraging").search(draft)
@@ -170,19 +170,20 @@ def answerable_emergency(text: str, res: Screens) -> bool:
     return found.crisis and found.layer == "model" and found.crisis_kind == "medical_emergency"
 
 
-def latest_crisis_kind(user_messages: list[str], res: Screens) -> str | None:
-    """The kind of the latest crisis in the conversation's last few user messages ("" when the
-    learned layer names none), or None when there was none."""
-    turns = int(patterns.threshold(CHECK, "history_turns"))
-    found = [assess(t, res) for t in user_messages[-turns:]]
-    return next((f.crisis_kind for f in reversed(found) if f.crisis), None)
+def history_turns() -> int:
+    """How many earlier user turns a crisis is remembered for: their answers keep the contacts."""
+    return int(patterns.threshold(CHECK, "history_turns"))
+
+
+def read_alone(user_messages: list[str], res: Screens) -> list[Assessment]:
+    """The screen's readings of the conversation's last few user messages, each alone, oldest first."""
+    return [assess(t, res) for t in user_messages[-history_turns():]]
 
 
 def crisis_earlier(user_messages: list[str], res: Screens) -> list[str]:
     """The crisis evidence in the conversation's last few user messages (oldest first), if any:
     an answer given this soon after a crisis must still respond to it."""
-    turns = int(patterns.threshold(CHECK, "history_turns"))
-    return [s for found in (assess(t, res) for t in user_messages[-turns:]) if found.crisis for s in found.evidence]
+    return [s for found in read_alone(user_messages, res) if found.crisis for s in found.evidence]
 
 
 def _containing(text: str, match: re.Match[str]) -> list[str]:
