@@ -326,3 +326,30 @@ def test_a_card_on_the_source_retrieval_chose_answers_a_looser_wording_of_its_qu
     medicines source settles it."""
     trace = bot.ask(bot.new_thread(), message)
     assert trace.card == "A102" and trace.answer.startswith("Families often worry"), trace.answer
+
+
+@pytest.mark.slow
+def test_a_follow_up_about_the_medicine_before_hears_what_answers_it_said_before_or_not(make_bot):
+    """"how often do you need blood tests on it?" after the clozapine answer: clozapine's blood
+    tests, though that answer said them, not the general health checks that share the words."""
+    bot = make_bot()
+    thread = bot.new_thread()
+    bot.ask(thread, "what is clozapine?")
+    answer = bot.ask(thread, "how often do you need blood tests on it?").answer
+    first = split_sentences(answer)[0]
+    assert "clozapine" in first.lower() and "blood test" in first.lower(), answer
+
+
+@pytest.mark.slow
+def test_a_medicine_no_source_speaks_of_is_named_before_the_general_answer(make_bot):
+    bot = make_bot()
+    notice = reply("medicine_not_covered", medicines="lithium")
+    assert bot.ask(bot.new_thread(), "is lithium safe in pregnancy?").answer.startswith(notice)
+    assert reply("medicine_not_covered", medicines="clozapine") not in \
+        bot.ask(bot.new_thread(), "what are the side effects of clozapine?").answer
+    # "it" after a question nothing covered is the medicine that question named.
+    thread = bot.new_thread()
+    bot.ask(thread, "what is clozapine?")
+    bot.ask(thread, "tell me about lithium")
+    follow_up = bot.ask(thread, "what are the side effects of it?")
+    assert "lithium" in follow_up.resolved_question and follow_up.answer.startswith(notice), follow_up.answer

@@ -300,9 +300,10 @@ class Composer:
         focus = lead_of((["", *turn.answers_before])[-1]) if continues and turn.refers_back else ""
         # The medicine "it" stands for ("does it need blood tests?" after clozapine) orders what is
         # quoted as a medicine named would; the words stay the message's own. The message as read
-        # with its references resolved is the topic's latest follow-up (see identify_sources).
-        read = (["", *turn.topic])[-1] if identification.context else ""
-        meant_medicines = medicines_named(read) - medicines_named(asked) if focus else frozenset()
+        # with its references resolved: the topic's latest follow-up when read with the question
+        # before (see identify_sources), else the message with "it" replaced by what it names.
+        read = (["", *turn.topic])[-1] if identification.context else turn.resolved
+        meant_medicines = medicines_named(read) - medicines_named(asked) if turn.refers_back else frozenset()
         # Sentences are chosen by the words meant ("alchol" -> "alcohol"), as retrieval read them.
         meant = [self.reader.correct_spelling(p) for p in parts]
         answer = compose_extractive_answer(meant, docs, self.embed, already_said=said,

@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 from app.core import answer_types
 from app.core.config import ROLES
 from app.core.errors import ModelError
+from app.core.medicines import medicines_named
 from app.core.models import Deadline, call_text
 from app.core.records import CrisisMark, NodeRun, TurnTrace
 from app.core.text import citations_in
@@ -139,8 +140,14 @@ class AnswerNodes:
         identification = self.sources.with_decision(read.identification, decision)
         match, confident = decision.card, decision.confident
         read_as = f"{identification.context} {read.text}" if identification.context else read.text
+        notices = list(state["trace"].notices)
+        # "what are the side effects of lithium?" where no source speaks of lithium: the general
+        # answer says so, not sentences about other medicines as if they were about it.
+        if decision.route in ("answer", "boundary") \
+                and (uncovered := sorted(medicines_named(read.text) - self.services.medicines_covered)):
+            notices.append(reply("medicine_not_covered", medicines=" and ".join(uncovered)))
         trace = state["trace"].model_copy(update={
-            "identification": identification, "route": decision.route,
+            "identification": identification, "route": decision.route, "notices": notices,
             "resolved_question": read_as if read_as != state["screen"].text else "",
             "model_calls": [*state["trace"].model_calls, *read.calls],
             "card": match.card.id if confident else None})

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from langchain_core.messages import HumanMessage
 
 from app.core import answer_types
-from app.core.medicines import mentions_medicine, without_medicines
+from app.core.medicines import medicines_named, mentions_medicine, without_medicines
 from app.core.models import Deadline
 from app.core.records import Candidate, Identification, InputScreen, ModelCall
 from app.generation.composition import sources_named
@@ -96,7 +96,10 @@ class SourceReader:
             # with what was answered ("does it go away?" after "is it permanent?" after NMS, "does
             # it hurt?" after "how much does it cost in America?" after depots).
             if identification.outcome == "none":
-                pass
+                # Unless it names a medicine of its own: "it" then means that medicine ("tell me
+                # about lithium", then "what are its side effects?" is not about clozapine).
+                if medicines_named(text) - medicines_named(" ".join(topic)):
+                    topic = [text]
             elif not identification.context and topic and not answer_types.asks_anything(screen.text):
                 # A statement adds to the situation rather than starting a new topic ("my review
                 # is next week", then "I always freeze and forget what to say", then "any tips?").
