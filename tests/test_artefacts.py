@@ -16,7 +16,6 @@ from judges.local import (
     request_kind,
     role_model,
     screen_features,
-    screen_language,
     screen_model,
     screen_training,
 )
@@ -142,7 +141,7 @@ def test_thresholds_are_chosen_on_readings_by_models_that_did_not_see_the_messag
     texts = [f"hello there friend number {i}" for i in range(30)] + \
             [f"i want to end it all tonight {i}" for i in range(30)] + ["purple elephant umbrella"]
     labels = ["small_talk:greeting"] * 30 + ["crisis:direct"] * 31
-    vectoriser = screen_features.ngram_vectoriser().fit(texts)
+    vectoriser = screen_features.plain(screen_features.ngram_vectoriser().fit(texts))
     fitted, (crisis, *_rest) = screen_training._cross_fit(vectoriser, screen_features.features(vectoriser, texts, None), labels)
     shipped = screen_training._probabilities(fitted, texts, None)[0]
     assert crisis[:30].max() < 0.5 < crisis[30:60].min()  # the held-out readings still tell them apart
@@ -150,28 +149,42 @@ def test_thresholds_are_chosen_on_readings_by_models_that_did_not_see_the_messag
 
 
 def test_the_screen_reads_a_message_as_scikit_learn_would():
-    """The screen weights features and scores classes itself (scikit-learn's per-call checks cost
-    more than the arithmetic on one message); on the shipped models the figures must not move."""
+    """The screen counts, weights and scores n-grams itself, from plain data (`plain`), so that
+    reading a message needs no scikit-learn: on every kind of vectoriser it ships and on messages
+    of every shape, the figures must be scikit-learn's own, to the last bit for the features."""
     import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
 
-    bundle = Resources().screen_model.bundle
-    messages = ["", "hi", "I'm on clozapine and so sleepy, would 10mg be enough???",
+    corpus = [t for t, _, _ in screen_training.training_messages()][::7] + \
+             [t for t, _, _ in screen_training.training_messages(english=False)][::3]
+    messages = ["", "hi", "  two   spaces\tand\ttabs\n\nnewlines  ", "I'm on clozapine and so sleepy, would 10mg be enough???",
                 "quiero morir esta noche", "Мне очень плохо", "tell me more about NEGATIVE symptoms " * 20,
-                "is it safe with alchol? [S03] 😊"]
-    for name in ("lexical", "languages"):
-        variant = bundle[name]
-        expected = variant["vectoriser"].transform(messages)
-        ours = screen_features.features(variant["vectoriser"], messages, None)
-        assert np.allclose(ours.toarray(), expected.toarray(), atol=1e-9), name
-        assert np.allclose(screen_features.predict_proba(variant["classifier"], ours),
-                           variant["classifier"].predict_proba(expected.astype(np.float32)), atol=1e-6), name
-    language_id = bundle["language_id"]
-    english = list(language_id["classifier"].classes_).index("en")
-    assert np.allclose(screen_features.tfidf(language_id["vectoriser"], messages).toarray(),
-                       language_id["vectoriser"].transform(messages).toarray(), atol=1e-9)
-    assert np.allclose(screen_language.english_probability(language_id, messages),
-                       language_id["classifier"].predict_proba(language_id["vectoriser"].transform(messages))[:, english],
-                       atol=1e-6)
+                "is it safe with alchol? [S03] 😊", "ÉCOLE naïve İstanbul ß", "a", "don't won't y'all's", *corpus[:300]]
+    fitted_parts = [*screen_features.ngram_vectoriser().fit(corpus).transformer_list,
+                    ("chars 1-3", TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 3), sublinear_tf=True,
+                                                  min_df=2).fit(corpus))]
+    for name, fitted in fitted_parts:
+        ours = screen_features.tfidf(screen_features.plain(fitted), messages)
+        expected = fitted.transform(messages)
+        assert np.array_equal(ours.toarray(), expected.toarray()), name
+    union = screen_features.ngram_vectoriser().fit(corpus)
+    x = union.transform(corpus)
+    labels = ["crisis" if "die" in t else "talk" if len(t) < 30 else "other" for t in corpus]
+    for classes in (labels, ["crisis" if label == "crisis" else "pass" for label in labels]):  # softmax, logistic
+        classifier = LogisticRegression(max_iter=500).fit(x, classes)
+        ours = screen_features.features(screen_features.plain(union), messages, None)
+        assert np.allclose(screen_features.predict_proba(screen_features.plain(classifier), ours),
+                           classifier.predict_proba(union.transform(messages).astype(np.float32)), atol=1e-6)
+
+
+def test_the_shipped_screen_is_plain_data_read_without_scikit_learn():
+    import subprocess
+    import sys
+
+    code = ("import sys; from judges.local import Resources; r = Resources(); r.screen_model.read('thanks'); "
+            "r.request_kind.read('should i stop my meds'); print(sorted(m for m in sys.modules if m.startswith('sklearn')))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 
 
 def test_train_if_needed_fits_only_the_checks_missing_or_stale(shipped_copy, monkeypatch):

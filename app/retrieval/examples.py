@@ -22,6 +22,7 @@ from pathlib import Path
 
 import joblib
 import numpy as np
+from scipy.special import expit
 from tqdm import tqdm
 
 from app.kb.examples import ExampleSet
@@ -72,9 +73,17 @@ def fit_key(texts: list[str], labels: list[str], model_name: str) -> str:
 
 
 class ExampleClassifier:
-    def __init__(self, classes: list[str], model):
+    """The fitted regression as plain arrays: reading a message needs numpy, not scikit-learn."""
+
+    def __init__(self, classes: list[str], coef: np.ndarray, intercept: np.ndarray):
         self.classes = classes
-        self._model = model
+        self._coef, self._intercept = coef, intercept
+
+    @classmethod
+    def read(cls, path: Path) -> ExampleClassifier:
+        """A stored fit: (classes, coef, intercept), or, as written before, (classes, the model)."""
+        classes, *fitted = joblib.load(path)
+        return cls(classes, *((fitted[0].coef_, fitted[0].intercept_) if len(fitted) == 1 else fitted))
 
     @classmethod
     def fit(cls, sets: Sequence[ExampleSet], embed: Embed, cache_dir: Path | None = None,
@@ -87,11 +96,11 @@ class ExampleClassifier:
             return None
         key = fit_key(texts, labels, model_name)
         if (shipped := SHIPPED_DIR / f"examples-{key}.joblib").is_file():
-            return cls(*joblib.load(shipped))  # the default deployment's fit, made by `make train`
+            return cls.read(shipped)  # the default deployment's fit, made by `make train`
         cached = cache_dir / f"examples-{key}.joblib" if cache_dir else None
         if cached is not None and cached.is_file():
             try:
-                return cls(*joblib.load(cached))
+                return cls.read(cached)
             except Exception:  # a damaged cache is derived data: fit again
                 cached.unlink(missing_ok=True)
         from sklearn.linear_model import LogisticRegression
@@ -103,16 +112,28 @@ class ExampleClassifier:
                 vectors.append(embed(texts[start: start + _BATCH]))
                 bar.update(len(vectors[-1]))
         model = LogisticRegression(C=_C, max_iter=2000).fit(np.concatenate(vectors), labels)
-        classes = [str(c) for c in model.classes_]
+        fitted = cls([str(c) for c in model.classes_], model.coef_, model.intercept_)
         if cached is not None:
-            _store(cached, (classes, model))
-        return cls(classes, model)
+            _store(cached, fitted.stored)
+        return fitted
+
+    @property
+    def stored(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        return self.classes, self._coef, self._intercept
 
     def probabilities(self, vectors: np.ndarray) -> list[dict[str, float]]:
         """Per (L2-normalised MiniLM) vector, each class's probability; app.kb.examples.NOT_COVERED ("none") is one."""
         if len(vectors) == 0:
             return []
-        rows = self._model.predict_proba(vectors)
+        # As scikit-learn's `predict_proba` computes it: a softmax over the classes' scores (a
+        # logistic for two), the largest score subtracted first.
+        scores = vectors @ self._coef.T + self._intercept
+        if scores.shape[1] == 1:
+            positive = expit(scores[:, 0])
+            rows = np.column_stack([1 - positive, positive])
+        else:
+            rows = np.exp(scores - scores.max(axis=1, keepdims=True))
+            rows /= rows.sum(axis=1, keepdims=True)
         return [dict(zip(self.classes, map(float, row), strict=True)) for row in rows]
 
 

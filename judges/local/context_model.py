@@ -219,7 +219,7 @@ def train(res: Screens, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.Mo
                "to them (+ the message's and the previous message's MiniLM embeddings in the 'embedded' "
                "variant). Dev metrics are cross-validated and count what the screen catches without "
                f"them. Settings: {SETTINGS}."))
-    artefacts.save(NAME, bundle, card, out_dir)
+    artefacts.save(NAME, bundle, card, out_dir, compress=artefacts.FAST_TO_LOAD)
     return card
 
 

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
 
 from app.core.config import REPO_ROOT
-from judges.local import artefacts, screen_features, screen_model, screen_training
+from judges.local import artefacts, screen_features, screen_model
 from judges.local.crisis_text import IDIOM_MARK, normalise
 
 if TYPE_CHECKING:
@@ -52,6 +51,7 @@ def current_hash() -> str | None:
 def training_requests() -> list[tuple[str, str]]:
     """(normalised text, kind) for every request the kinds are learned from: the screen's boundary
     messages first (a text seen twice keeps its first kind), then the kind-labelled requests."""
+    from judges.local import screen_training
     from judges.scenarios import load_scenarios
 
     found = {text: label.split(":", 1)[1] for text, label, _ in screen_training.training_messages()
@@ -64,6 +64,11 @@ def training_requests() -> list[tuple[str, str]]:
 
 def _cross_validated(x: Any, kinds: list[str]) -> list[str]:
     """Each request's kind as read by a model fitted on the other folds."""
+    # Fitting only: reading a request needs neither scikit-learn nor the screen's training code.
+    from sklearn.model_selection import StratifiedKFold
+
+    from judges.local import screen_training
+
     read = [""] * len(kinds)
     folds = StratifiedKFold(SETTINGS["folds"], shuffle=True, random_state=SETTINGS["seed"])
     for train_rows, dev_rows in folds.split(np.zeros(len(kinds)), kinds):
@@ -87,7 +92,9 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     data_hash = current_hash() or ""  # of the data as read now, not as it may be when the fit ends
     requests = training_requests()
     texts, kinds = [t for t, _ in requests], [k for _, k in requests]
-    vectoriser = screen_features.ngram_vectoriser().fit(texts)
+    from judges.local import screen_training
+
+    vectoriser = screen_features.plain(screen_features.ngram_vectoriser().fit(texts))
     bundle: dict[str, Any] = {}
     metrics: dict[str, Any] = {}
     for variant, encoder in [("lexical", None), *([("embedded", encode)] if encode is not None else [])]:
@@ -104,7 +111,7 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
         notes=("Logistic regression over word and character n-grams (+ MiniLM embedding in the 'embedded' "
                "variant), one class per kind of request, fitted on requests alone. Dev metrics are "
                f"cross-validated. Settings: {SETTINGS}."))
-    artefacts.save(NAME, bundle, card, out_dir)
+    artefacts.save(NAME, screen_features.plain(bundle), card, out_dir, compress=artefacts.FAST_TO_LOAD)
     return card
 
 

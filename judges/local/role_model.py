@@ -111,7 +111,7 @@ def fit_and_save(encode, embedder_name: str, out_dir: Path = artefacts.ARTEFACTS
         notes=("Multiple-instance logistic regression over sentence embeddings and the role "
                "patterns' flags; its warn/reject thresholds were chosen by leave-one-rule-file-out "
                "cross-validation on the train split (patterns.yaml thresholds.role_scope)."))
-    artefacts.save(NAME, weights, card, out_dir)
+    artefacts.save(NAME, weights, card, out_dir, compress=artefacts.FAST_TO_LOAD)
     return card
 
 

@@ -10,11 +10,10 @@ import re
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from app.core.spelling import is_english_word
 from app.core.text import words
-from judges.local.screen_features import predict_proba, tfidf
+from judges.local.screen_features import Linear, predict_proba, tfidf
 
 _LETTER = re.compile(r"[^\W\d_]")
 _PUNCTUATION = ".,;:!?\"'()"
@@ -49,12 +48,12 @@ def is_english(language_id: dict[str, Any], message: str) -> bool:
 
 
 def english_probability(fitted: dict[str, Any], messages: list[str]) -> np.ndarray:
-    classifier: LogisticRegression = fitted["classifier"]
+    classifier: Linear = fitted["classifier"]
     column = [str(c) for c in classifier.classes_].index("en")
     return predict_proba(classifier, tfidf(fitted["vectoriser"], messages))[:, column]
 
 
 def likeliest_language(fitted: dict[str, Any], messages: list[str]) -> list[str]:
-    classifier: LogisticRegression = fitted["classifier"]
+    classifier: Linear = fitted["classifier"]
     p = predict_proba(classifier, tfidf(fitted["vectoriser"], messages))
     return [str(classifier.classes_[i]) for i in np.argmax(p, axis=1)]

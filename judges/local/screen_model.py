@@ -22,11 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from app.core.config import REPO_ROOT
 from judges.local import artefacts, crisis_languages
-from judges.local.screen_features import features, grouped, likeliest_kind, predict_proba
+from judges.local.screen_features import (
+    Linear,
+    features,
+    grouped,
+    likeliest_kind,
+    plain,
+    predict_proba,
+)
 from judges.local.screen_language import is_english, likeliest_language
 
 if TYPE_CHECKING:
@@ -98,14 +104,16 @@ def reading_features(res: Encoder, bundle: dict[str, Any], card: artefacts.Model
 
 
 def ready_to_read(bundle: dict[str, Any]) -> dict[str, Any]:
-    """A loaded bundle with every variant's weights laid out for scoring (`_columns_contiguous`)."""
+    """A loaded bundle as plain data (one stored with scikit-learn's objects is converted) with
+    every variant's weights laid out for scoring (`_columns_contiguous`)."""
+    bundle = plain(bundle)
     for variant in bundle.values():
         if isinstance(variant, dict) and "classifier" in variant:
             _columns_contiguous(variant["classifier"])
     return bundle
 
 
-def _columns_contiguous(classifier: LogisticRegression) -> None:
+def _columns_contiguous(classifier: Linear) -> None:
     """Weights laid out so that scoring reads them in place: scikit-learn multiplies the features
     by `coef_.T`, and scipy copies a transposed row-major matrix (73 classes x 52k features, 8 ms)
     at every message; column-major, `coef_.T` is already the layout it wants (0.3 ms). Weights
@@ -115,17 +123,20 @@ def _columns_contiguous(classifier: LogisticRegression) -> None:
 
 
 def packed(bundle: dict[str, Any]) -> dict[str, Any]:
-    """The bundle as stored: weights that half precision holds exactly (they are fitted rounded to
-    it) stored so, half the bytes to read and unpack at start-up; the fitted bundle is unchanged."""
-    stored = dict(bundle)
-    for name, variant in bundle.items():
+    """The bundle as stored: plain data (`plain`), and weights that half precision holds exactly
+    (they are fitted rounded to it) stored so, half the bytes to read and unpack at start-up; the
+    fitted bundle is unchanged."""
+    stored = plain(bundle)
+    for name, variant in stored.items():
         if not (isinstance(variant, dict) and "classifier" in variant):
             continue
         weights = variant["classifier"].coef_
         half = weights.astype(np.float16)
         if weights.dtype == np.float32 and np.array_equal(half.astype(np.float32), weights):
             classifier = copy.copy(variant["classifier"])
-            classifier.coef_ = half
+            # Column-major as stored, so that loading widens it in place (`_columns_contiguous`)
+            # instead of transposing 73 x 52k weights at every start.
+            classifier.coef_ = np.asfortranarray(half)
             stored[name] = {**variant, "classifier": classifier}
     return stored
 

@@ -25,16 +25,17 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, train_test_split
-from sklearn.pipeline import FeatureUnion
 
 from app.core.config import REPO_ROOT
 from judges.local import artefacts, crisis_languages
 from judges.local.crisis_text import IDIOM_MARK, normalise, pattern_hit
 from judges.local.screen_features import (
     URGENT_CLASS,
+    NgramFeatures,
     features,
     grouped,
     ngram_vectoriser,
+    plain,
     predict_proba,
 )
 from judges.local.screen_language import english_probability, likeliest_language, too_short_to_judge
@@ -101,7 +102,7 @@ def fit_classifier(x: Any, labels: list[str], c: float = SETTINGS["c"]) -> Logis
     return classifier
 
 
-def _cross_fit(vectoriser: FeatureUnion, x: Any, labels: list[str]
+def _cross_fit(vectoriser: NgramFeatures, x: Any, labels: list[str]
                ) -> tuple[dict[str, Any], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """One classifier per fold, each scoring the messages it did not see; the shipped classifier
     averages their weights (the mean of their logits). Every message then serves both to fit
@@ -148,7 +149,7 @@ def _train_languages(bundle: dict[str, Any], card_metrics: dict[str, Any], thres
     messages = [(text, f"{kind.split(':')[0]}:all", scenario)
                 for text, kind, scenario in training_messages(english=False)]
     texts = [t for t, _, _ in messages]
-    vectoriser = ngram_vectoriser(chars=(1, 3)).fit(texts)
+    vectoriser = plain(ngram_vectoriser(chars=(1, 3)).fit(texts))
     fitted, (crisis, small, personal, urgent) = _cross_fit(
         vectoriser, features(vectoriser, texts, None), [c for _, c, _ in messages])
     truth = np.array([s.expected == "crisis" for _, _, s in messages])
@@ -175,8 +176,8 @@ def _train_language_id(bundle: dict[str, Any], card_metrics: dict[str, Any], thr
                                             stratify=[language for _, language, _ in rows])
     vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True, min_df=2)
     texts = [t for t, _, _ in train_rows]
-    fitted = {"vectoriser": vectoriser,
-              "classifier": fit_classifier(vectoriser.fit_transform(texts), [c for _, c, _ in train_rows])}
+    classifier = fit_classifier(vectoriser.fit_transform(texts), [c for _, c, _ in train_rows])
+    fitted = {"vectoriser": plain(vectoriser), "classifier": classifier}
     english = english_probability(fitted, [t for t, _, _ in dev_rows])
     truth = np.array([c == "en" for _, c, _ in dev_rows])
     # The same scan as the crisis thresholds, with "English" for "crisis" and nothing else to help.
@@ -199,11 +200,12 @@ def _train_which_language(bundle: dict[str, Any], card_metrics: dict[str, Any], 
                                             stratify=[language for _, language in rows])
     vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True, min_df=2)
     classifier = fit_classifier(vectoriser.fit_transform([t for t, _ in train_rows]), [c for _, c in train_rows])
-    fitted = {"vectoriser": vectoriser, "classifier": classifier}
+    fitted = {"vectoriser": plain(vectoriser), "classifier": classifier}
     read = likeliest_language(fitted, [t for t, _ in dev_rows])
     card_metrics["which_language"] = {"accuracy": round(float(np.mean([r == c for r, (_, c) in zip(read, dev_rows, strict=True)])), 4)}
     # The shipped identifier learns from every message; the dev figure is the split's.
     fitted["classifier"] = fit_classifier(vectoriser.fit_transform([t for t, _ in rows]), [c for _, c in rows])
+    fitted["vectoriser"] = plain(vectoriser)  # refitted on them all
     bundle["which_language"] = fitted
     split_sizes.update(which_language=len(rows))
 
@@ -222,7 +224,7 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     card_metrics: dict[str, Any] = {}
     thresholds: dict[str, float] = {}
     # Both variants read the same n-grams: one vectoriser, fitted once and stored once.
-    vectoriser = ngram_vectoriser().fit(texts)
+    vectoriser = plain(ngram_vectoriser().fit(texts))
     variants = [("lexical", None)] + ([("embedded", encode)] if encode is not None else [])
     for variant, encoder in variants:
         x = features(vectoriser, texts, encoder(texts) if encoder else None)
