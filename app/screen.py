@@ -21,8 +21,8 @@ from app.core.records import InputScreen, ModelCall
 from app.core.text import content_stems, stem
 from app.input import clean_message
 from judges.crisis_screen import needs_second_look, second_look
-from judges.local import Resources
 from judges.local.crisis import Assessment, assess
+from judges.local.resources import Resources
 from judges.request_screen import needs_request_look, request_look
 
 SMALL_TALK_FROM = 0.5  # the learned layer's small-talk probability from which a message is small talk

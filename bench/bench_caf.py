@@ -29,7 +29,7 @@ from app.core.stats import percentile
 from app.kb import load_knowledge_base
 from judges.cascade import Cascade
 from judges.evaluate import to_context
-from judges.local import Resources
+from judges.local.resources import Resources
 from judges.scenarios import load_scenarios
 
 

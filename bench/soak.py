@@ -294,7 +294,7 @@ def main() -> int:
         embedder = Embedder()
         faults, clients = fault_clients(args.seed, args.fault_rate)
         from judges.filter import CriticalAnalysisFilter
-        from judges.local import Resources
+        from judges.local.resources import Resources
 
         resources = Resources.from_settings(settings, embedder)
         caf = CriticalAnalysisFilter.from_settings(settings, resources, screener=clients["screener"],

@@ -20,7 +20,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from app.core.errors import ModelError
 from app.core.models import Deadline, RoleClient, call_structured
 from app.core.records import VERDICT_ORDER, Judgement, ModelCall, Verdict
-from judges.local import Resources, run_local_checks
+from judges.local.checks import run_local_checks
+from judges.local.resources import Resources
 from judges.registry import JudgeDefinition, load_judges
 from judges.rules import load_rules
 from judges.schema import DraftContext, Finding, JudgeVerdict

@@ -17,7 +17,7 @@ from app.core.errors import ModelError
 from app.core.models import Deadline, RoleClient, model_for
 from app.core.records import CafMode, CafReport, Judgement, ModelCall, PendingWarning
 from judges.cascade import Cascade, CascadeResult
-from judges.local import Resources
+from judges.local.resources import Resources
 from judges.refiner import refine
 from judges.schema import DraftContext, FilterOutcome
 

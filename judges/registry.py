@@ -13,7 +13,7 @@ from app.core.datafiles import parse_yaml
 from app.core.errors import ConfigError
 from app.core.records import Record, Verdict
 from app.core.text import citations_in
-from judges.local import LOCAL_CHECKS
+from judges.local.checks import LOCAL_CHECKS
 from judges.local.patterns import words_regex
 from judges.rules import load_rules
 from judges.schema import DraftContext

@@ -97,7 +97,7 @@ def evaluation_messages() -> list[str]:
 @pytest.fixture(scope="session")
 def embedding_resources(embedder, tmp_path_factory):
     """Tier-0 resources with the real embedder and learned checks (trained once per session)."""
-    from judges.local import Resources
+    from judges.local.resources import Resources
 
     return Resources(embedder)
 

@@ -10,7 +10,6 @@ import shutil
 import pytest
 
 from judges.local import (
-    Resources,
     artefacts,
     context_model,
     request_kind,
@@ -20,6 +19,7 @@ from judges.local import (
     screen_training,
 )
 from judges.local.artefacts import ArtefactError
+from judges.local.resources import Resources
 
 
 @pytest.fixture
@@ -182,7 +182,7 @@ def test_the_shipped_screen_is_plain_data_read_without_scikit_learn():
     import subprocess
     import sys
 
-    code = ("import sys; from judges.local import Resources; r = Resources(); r.screen_model.read('thanks'); "
+    code = ("import sys; from judges.local.resources import Resources; r = Resources(); r.screen_model.read('thanks'); "
             "r.request_kind.read('should i stop my meds'); print(sorted(m for m in sys.modules if m.startswith('sklearn')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 
 from app.core.records import Turn
-from judges.local import Resources, crisis
+from judges.local import crisis
 from judges.local.crisis import detect_crisis
 from judges.local.crisis_text import crisis_patterns, normalise, pattern_hit
+from judges.local.resources import Resources
 from judges.schema import DraftContext
 
 LEXICAL = Resources()  # no embedder: the patterns and the learned layer's lexical variant

@@ -72,7 +72,7 @@ def test_the_input_screen_s_request_look_through_function_calling(llama_settings
 
 def test_a_flagged_draft_runs_through_tiers_1_and_2_with_real_structured_outputs(llama_settings):
     from judges.cascade import Cascade, ask_llm_judge
-    from judges.local import Resources
+    from judges.local.resources import Resources
     from judges.registry import load_judges
 
     ctx = DraftContext(

@@ -12,7 +12,7 @@ from app.graph.services import Services
 from app.session import Chatbot
 from bench.soak import fault_clients, questions_from_scenarios, soak
 from judges.filter import CriticalAnalysisFilter
-from judges.local import Resources
+from judges.local.resources import Resources
 from judges.schema import FilterOutcome
 from tests.fakes import HashingEmbedder, KeywordIdentifier
 

@@ -68,7 +68,7 @@ def train_judges(
 
     def fit_context(_encode, _name: str, into: Path) -> artefacts.ModelCard:
         # It learns from the other checks' readings, so it is fitted after them, with them loaded.
-        from judges.local import Resources
+        from judges.local.resources import Resources
 
         return context_model.train(Resources(embedder, artefacts_dir=into, with_context=False), into)
 
@@ -129,7 +129,7 @@ def eval_judges(
     from app.screen import screen_message, screened_route
     from judges.evaluate import evaluate
     from judges.filter import CriticalAnalysisFilter
-    from judges.local import Resources
+    from judges.local.resources import Resources
     from judges.scenarios import load_scenarios
 
     settings = load_settings(**({"profile": profile} if profile else {}))

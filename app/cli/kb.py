@@ -70,7 +70,7 @@ def report_request_kinds(kb, embedder: Embedder) -> None:
     from app.core.profile import load_profile
     from app.core.records import SourceText
     from app.generation.safety_facts import SourcedFacts
-    from judges.local import Resources
+    from judges.local.resources import Resources
 
     kinds = Resources(embedder).request_kind.kinds
     answering = {kind: [c.id for c in kb.cards if kind in c.requests] for kind in kinds}
@@ -100,7 +100,7 @@ def report_unvetted_cards(kb, settings: Settings, embedder: Embedder) -> bool:
     from app.kb.vetting import vet_cards
     from app.prompts import reply
     from judges.filter import CriticalAnalysisFilter
-    from judges.local import Resources
+    from judges.local.resources import Resources
 
     package = Path(judges.__file__).parent
     checks = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(package.rglob("*"))

@@ -23,7 +23,7 @@ from app.generation.safety_facts import SourcedFacts
 from app.kb.loader import KnowledgeBase
 from app.retrieval.cards import CardMatcher
 from judges.filter import CriticalAnalysisFilter
-from judges.local import Resources
+from judges.local.resources import Resources
 
 
 class Identifier(Protocol):
