@@ -53,3 +53,11 @@ def test_the_documents_speak_of_the_product_never_of_how_it_was_made():
     found = [f"{path.relative_to(REPO)}:{n}: {line.strip()[:80]}" for path in documents
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if process.search(line)]
     assert not found, "\n".join(found)
+
+
+def test_every_module_is_small_enough_to_read():
+    """Small modules with one job: none of the product's grows past 400 lines."""
+    long = [f"{path.relative_to(REPO)}: {n} lines" for package in ("app", "judges")
+            for path in sorted((REPO / package).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400]
+    assert not long, "\n".join(long)

@@ -1,11 +1,13 @@
 """What the bot says when nothing covers a message: "not covered" with who can help, or, to
-someone who only told us something, the questions they could ask; the questions on offer; and
-what it says when no draft passed the filter."""
+someone who only told us something, the questions they could ask; the questions on offer; what a
+general answer says first of a medicine no source speaks of; and what it says when no draft passed
+the filter."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 
+from app.core.medicines import medicines_named
 from app.core.profile import Profile
 from app.prompts import reply, topics_list
 
@@ -33,6 +35,13 @@ def not_covered(message: str, *, urgent: bool, asks: bool, topic_titles: Sequenc
     if any(listed in answer for answer in answers_before):
         return reply("no_match_again")
     return listed
+
+
+def medicine_notice(text: str, covered: Collection[str]) -> str | None:
+    """"what are the side effects of lithium?" where no source speaks of lithium: the general
+    answer says so first, not sentences about other medicines as if they were about it."""
+    uncovered = sorted(medicines_named(text) - set(covered))
+    return reply("medicine_not_covered", medicines=" and ".join(uncovered)) if uncovered else None
 
 
 def questions_near(text: str, asked: Collection[str], score: Score, headlines: dict[str, str],

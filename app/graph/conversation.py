@@ -7,7 +7,7 @@ import re
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage
 
-from app.core.records import Candidate, CrisisMark, Turn
+from app.core.records import Candidate, CrisisMark, InputScreen, Turn
 from app.core.text import split_sentences
 from app.graph.services import Services
 from app.graph.state import ChatState
@@ -53,6 +53,14 @@ def recent_crises(state: ChatState, services: Services, *, before: int) -> list[
     else:
         marks = state["crises"]
     return [m for m in marks if before - history_turns() <= m.turn < before]
+
+
+def crises_with(crises: list[CrisisMark], turn: int, screen: InputScreen) -> list[CrisisMark]:
+    """The recent crises and this turn's, if the screen read it as one (the turn after a crisis
+    that only stays on its route is that crisis, not a new one)."""
+    if screen.route == "crisis" and screen.crisis_layer != "conversation":
+        return [*crises, CrisisMark(turn=turn, kind=screen.crisis_kind, evidence=screen.crisis_evidence)]
+    return crises
 
 
 def resolve_clarification(text: str, offered: list[Candidate]) -> Candidate | None:

@@ -21,15 +21,15 @@ from langgraph.runtime import Runtime
 from app.core import answer_types
 from app.core.config import ROLES
 from app.core.errors import ModelError
-from app.core.medicines import medicines_named
 from app.core.models import Deadline, call_text
-from app.core.records import CrisisMark, NodeRun, TurnTrace
+from app.core.records import NodeRun, TurnTrace
 from app.core.text import citations_in
 from app.generation.composition import Composer, Turn, before_closing, joined
-from app.generation.not_covered import headline_questions, not_covered, withheld
+from app.generation.not_covered import headline_questions, medicine_notice, not_covered, withheld
 from app.graph.conversation import (
     asked,
     conversation_turns,
+    crises_with,
     draft_context,
     exchange_messages,
     incoming,
@@ -117,9 +117,7 @@ class AnswerNodes:
             screen.reply = screen.reply or (reply("empty_message", self.services.profile) if not screen.text else reply(
                 "not_english", topics=topics_list(self.services.topic_titles()),
                 contacts=contact_lines(self.settings.crisis_contacts)))
-        crises = recent_crises(state, self.services, before=turn)
-        if screen.route == "crisis" and screen.crisis_layer != "conversation":
-            crises.append(CrisisMark(turn=turn, kind=screen.crisis_kind, evidence=screen.crisis_evidence))
+        crises = crises_with(recent_crises(state, self.services, before=turn), turn, screen)
         answered = screen.route == "crisis" and not after_crisis \
             and self.sources.medical_the_sources_answer(screen, last_user_message(state) or "")
         if answered:
@@ -141,11 +139,9 @@ class AnswerNodes:
         match, confident = decision.card, decision.confident
         read_as = f"{identification.context} {read.text}" if identification.context else read.text
         notices = list(state["trace"].notices)
-        # "what are the side effects of lithium?" where no source speaks of lithium: the general
-        # answer says so, not sentences about other medicines as if they were about it.
         if decision.route in ("answer", "boundary") \
-                and (uncovered := sorted(medicines_named(read.text) - self.services.medicines_covered)):
-            notices.append(reply("medicine_not_covered", medicines=" and ".join(uncovered)))
+                and (notice := medicine_notice(read.text, self.services.medicines_covered)):
+            notices.append(notice)
         trace = state["trace"].model_copy(update={
             "identification": identification, "route": decision.route, "notices": notices,
             "resolved_question": read_as if read_as != state["screen"].text else "",
