@@ -24,7 +24,7 @@ FIRST_WORDS = re.compile(r"schizo\w*|psychos\w*|antipsychotic\w*|clozapine", re.
 
 def every_reply(profile: Profile | None) -> dict[str, str]:
     values = {"contacts": "- Emergency services: 112", "examples": "- What is a mood stabiliser?", "topics": "Lithium",
-              "titles": '"Lithium"', "options": "- Lithium", "model_line": "",
+              "titles": '"Lithium"', "options": "- Lithium", "model_line": "", "medicines": "lithium",
               "warning_signs": load_vocabulary(None).warning_signs("")}
     return {name: reply(name, profile, **values) for name in replies()}
 
