@@ -48,10 +48,9 @@ def _prefetch(ctx: DraftContext, names: list[str], res: Resources) -> None:
     if not ctx.draft or not res.embeddings or not EMBEDDING_CHECKS & set(names):
         return
     sentences = split_sentences(ctx.draft)
-    texts = sentences + [strip_citations(s) for s in sentences]
-    if "grounding" in names:
-        texts += grounding.source_units(ctx)
-    res.encode(texts)
+    res.encode(sentences + [strip_citations(s) for s in sentences])
+    if "grounding" in names:  # the sources' own text: its vectors may be on disk from an earlier process
+        res.encode(grounding.source_units(ctx), known=True)
 
 
 def run_local_checks(ctx: DraftContext, res: Resources, checks: list[str] | None = None) -> list[Finding]:
