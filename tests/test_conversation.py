@@ -353,3 +353,25 @@ def test_a_medicine_no_source_speaks_of_is_named_before_the_general_answer(make_
     bot.ask(thread, "tell me about lithium")
     follow_up = bot.ask(thread, "what are the side effects of it?")
     assert "lithium" in follow_up.resolved_question and follow_up.answer.startswith(notice), follow_up.answer
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("question", "covered"), [
+    ("what diet should my dad follow for his diabetes?", False),
+    ("my mum has dementia, how can i help her memory?", False),
+    ("does schizophrenia raise the risk of diabetes?", True),  # says the service's own condition
+    ("can olanzapine cause diabetes?", True),  # and a medicine
+])
+def test_a_question_about_another_illness_alone_is_not_covered(make_bot, question, covered):
+    bot = make_bot()
+    trace = bot.ask(bot.new_thread(), question)
+    assert (trace.route != "no_match") is covered, (trace.route, trace.answer)
+
+
+def test_another_illness_is_named_unless_the_service_is_about_it():
+    from app.core.conditions import other_conditions
+
+    assert other_conditions("my dad is diabetic", ["schizophrenia", "psychosis"]) == ["diabetes"]
+    assert other_conditions("Alzheimer's and schizophrenia", ["schizophrenia"]) == []
+    assert other_conditions("what helps with diabetes?", ["diabetes"]) == []
+    assert other_conditions("I'm a bit of a stroke of luck person", ["schizophrenia"]) == []

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from langchain_core.messages import HumanMessage
 
 from app.core import answer_types
+from app.core.conditions import other_conditions
 from app.core.medicines import medicines_named, mentions_medicine, without_medicines
 from app.core.models import Deadline
 from app.core.records import Candidate, Identification, InputScreen, ModelCall
@@ -91,6 +92,11 @@ class SourceReader:
             last_sources = [c.source_id for c in self.last_answer_sources(state)]
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
                                                                last_sources=last_sources, referred=referred)
+            if other_conditions(screen.text, self.services.profile.condition_words) \
+                    and not medicines_named(screen.text):
+                # "what diet should my dad follow for his diabetes?": another illness, and nothing
+                # of ours; sentences that share its words ("eat regular meals") would not answer it.
+                identification = identification.model_copy(update={"outcome": "none", "candidates": []})
             # A message read with the topic continues it, one that stood alone starts a new one;
             # one that nothing covers leaves the topic as it was, so the next follow-up is read
             # with what was answered ("does it go away?" after "is it permanent?" after NMS, "does
