@@ -22,10 +22,10 @@ from pathlib import Path
 
 import joblib
 import numpy as np
-from scipy.special import expit
 from tqdm import tqdm
 
 from app.kb.examples import ExampleSet
+from judges.local.screen_features import Linear, predict_proba
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -77,7 +77,7 @@ class ExampleClassifier:
 
     def __init__(self, classes: list[str], coef: np.ndarray, intercept: np.ndarray):
         self.classes = classes
-        self._coef, self._intercept = coef, intercept
+        self._model = Linear(coef, intercept, np.asarray(classes))
 
     @classmethod
     def read(cls, path: Path) -> ExampleClassifier:
@@ -119,21 +119,13 @@ class ExampleClassifier:
 
     @property
     def stored(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        return self.classes, self._coef, self._intercept
+        return self.classes, self._model.coef_, self._model.intercept_
 
     def probabilities(self, vectors: np.ndarray) -> list[dict[str, float]]:
         """Per (L2-normalised MiniLM) vector, each class's probability; app.kb.examples.NOT_COVERED ("none") is one."""
         if len(vectors) == 0:
             return []
-        # As scikit-learn's `predict_proba` computes it: a softmax over the classes' scores (a
-        # logistic for two), the largest score subtracted first.
-        scores = vectors @ self._coef.T + self._intercept
-        if scores.shape[1] == 1:
-            positive = expit(scores[:, 0])
-            rows = np.column_stack([1 - positive, positive])
-        else:
-            rows = np.exp(scores - scores.max(axis=1, keepdims=True))
-            rows /= rows.sum(axis=1, keepdims=True)
+        rows = predict_proba(self._model, vectors)
         return [dict(zip(self.classes, map(float, row), strict=True)) for row in rows]
 
 
