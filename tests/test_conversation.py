@@ -353,6 +353,10 @@ def test_a_medicine_no_source_speaks_of_is_named_before_the_general_answer(make_
     bot.ask(thread, "tell me about lithium")
     follow_up = bot.ask(thread, "what are the side effects of it?")
     assert "lithium" in follow_up.resolved_question and follow_up.answer.startswith(notice), follow_up.answer
+    # Nor is a medicine no source speaks of read with the conversation's topic.
+    thread = bot.new_thread()
+    bot.ask(thread, "what are negative symptoms?")
+    assert bot.ask(thread, "tell me about lithium").route == "no_match"
 
 
 @pytest.mark.slow

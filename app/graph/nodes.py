@@ -140,7 +140,7 @@ class AnswerNodes:
         read_as = f"{identification.context} {read.text}" if identification.context else read.text
         notices = list(state["trace"].notices)
         if decision.route in ("answer", "boundary") \
-                and (notice := medicine_notice(read.text, self.services.medicines_covered)):
+                and (notice := medicine_notice(read.text, self.services.identifier.knowledge_base.medicines)):
             notices.append(notice)
         trace = state["trace"].model_copy(update={
             "identification": identification, "route": decision.route, "notices": notices,

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from app.core.config import Settings
-from app.core.medicines import Vocabulary, load_vocabulary, medicines_named
+from app.core.medicines import Vocabulary, load_vocabulary
 from app.core.models import RoleClient, helper_model, model_for
 from app.core.profile import Profile, load_profile
 from app.core.records import CafMode, Identification, SourceText
@@ -96,11 +96,6 @@ class Services:
     def sourced_facts(self) -> SourcedFacts:
         """Safety facts from the sources, for the kinds of request no answer card answers."""
         return SourcedFacts([(s.id, SourceText.of(s).text) for s in self.identifier.knowledge_base], self.embed)
-
-    @cached_property
-    def medicines_covered(self) -> frozenset[str]:
-        """The medicines some source speaks of: what is said of others is not said of them."""
-        return frozenset().union(*(medicines_named(SourceText.of(s).text) for s in self.identifier.knowledge_base))
 
     @property
     def medicines(self) -> Vocabulary:

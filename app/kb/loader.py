@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import frontmatter
@@ -16,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from app.core.errors import KnowledgeBaseError
+from app.core.medicines import medicines_named
 from app.core.text import citations_in, split_sentences
 from app.kb.cards import CARDS_FOLDER, AnswerCard, CardMeta
 from app.kb.examples import EXAMPLES_FOLDER, ExampleSet, load_examples
@@ -60,6 +62,11 @@ class KnowledgeBase:
 
     def get(self, source_id: str) -> Source | None:
         return self.sources.get(source_id)
+
+    @cached_property
+    def medicines(self) -> frozenset[str]:
+        """The medicines its sources speak of: what they say of others is not said of these."""
+        return frozenset().union(*(medicines_named(s.body) for s in self))
 
     def __iter__(self) -> Iterator[Source]:
         return iter(self.sources.values())

@@ -302,10 +302,12 @@ class SourceIdentifier:
         refers = (referred or refers_back(question)) and not own_topic
         learned = self._example_reading(question)
         # A message that turns to another medicine than the conversation's ("what is risperidone?"
-        # after clozapine's blood tests) is about that one, unless it leans back ("and what about
+        # after clozapine's blood tests), or to one no source speaks of ("tell me about lithium"
+        # after negative symptoms), is about that one, unless it leans back ("and what about
         # olanzapine?", "does olanzapine do that too?").
-        other_medicine = bool((named := medicines_named(question)) and (before := medicines_named(context))
-                              and not named & before)
+        named = medicines_named(question)
+        other_medicine = bool(named and (before := medicines_named(context)) and not named & before) \
+            or bool(named - self.knowledge_base.medicines)
         if other_medicine and not refers:
             return alone, False
         continues = (refers or len(self._terms(question)) < r.follow_up_min_terms
