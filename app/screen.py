@@ -21,9 +21,9 @@ from app.core.records import InputScreen, ModelCall
 from app.core.text import content_stems, stem
 from app.input import clean_message
 from judges.crisis_screen import needs_second_look, second_look
-from judges.local.crisis import Assessment, assess
 from judges.local.resources import Resources
 from judges.request_screen import needs_request_look, request_look
+from screening.crisis import Assessment, assess
 
 SMALL_TALK_FROM = 0.5  # the learned layer's small-talk probability from which a message is small talk
 FOLLOW_UP_MAX_WORDS = 8
@@ -56,7 +56,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     """Route one message. `llm_allowed`: the filter is on for this turn (the screener may look);
     `has_conversation`: an earlier answer exists that a follow-up can lean on; `previous`: the
     screen of the user's message before; `earlier`: the user's messages before this one, oldest
-    first. A message is read alone and with those (`judges.local.context_model`): danger may be
+    first. A message is read alone and with those (`screening.context_model`): danger may be
     visible only with what came before. After a crisis this one stays on the crisis route
     (someone in danger a moment ago who now writes "forget it", "don't give me numbers" or "it was
     a joke" gets the contacts again, not small talk), unless it asks something of its own that

@@ -25,12 +25,12 @@ from app.core.embeddings import Embedder
 from app.core.models import RoleClient
 from app.core.models.scripted import ScriptedChatModel
 from app.core.records import SourceText
+from app.core.scenarios import load_scenarios
 from app.core.stats import percentile
 from app.kb import load_knowledge_base
 from judges.cascade import Cascade
 from judges.evaluate import to_context
 from judges.local.resources import Resources
-from judges.scenarios import load_scenarios
 
 
 def main(paths: list[Path], limit: int | None = None) -> None:

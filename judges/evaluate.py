@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pydantic import BaseModel
 
 from app.core.records import CafReport, SourceText, Turn
+from app.core.scenarios import Scenario
 from app.core.stats import percentile
-from judges.scenarios import Scenario
 from judges.schema import DraftContext
 
 ResolveSource = Callable[[str], SourceText | None]

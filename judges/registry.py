@@ -11,10 +11,10 @@ from pydantic import Field, ValidationError, field_validator
 
 from app.core.datafiles import parse_yaml
 from app.core.errors import ConfigError
+from app.core.lexicon import words_regex
 from app.core.records import Record, Verdict
 from app.core.text import citations_in
 from judges.local.checks import LOCAL_CHECKS
-from judges.local.patterns import words_regex
 from judges.rules import load_rules
 from judges.schema import DraftContext
 

@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from app.core.models import Deadline, RoleClient
 from app.core.records import ModelCall
-from judges.local.crisis import Assessment
 from judges.screener_call import ask_about_message
+from screening.crisis import Assessment
 
 
 class RequestVerdict(BaseModel):

@@ -4,13 +4,9 @@ report, source texts) live in `app.core.records`."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from app.core.records import CafReport, PendingWarning, Record, SourceText, Turn, Verdict
-
-Expected = Literal["pass", "warn", "reject", "crisis"]
 
 
 class DraftContext(Record):

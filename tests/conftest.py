@@ -52,7 +52,7 @@ def _isolated_cwd(tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def _empty_artefact_cache(tmp_path, monkeypatch):
     """No test copies a learned check from, or leaves one in, the developer's artefact cache."""
-    from judges.local import artefact_cache
+    from app.core.learning import artefact_cache
 
     monkeypatch.setattr(artefact_cache, "CACHE_DIR", tmp_path / "artefact-cache")
 

@@ -15,7 +15,7 @@ from app.core.errors import KnowledgeBaseError
 from app.core.profile import load_profile
 from app.kb import load_knowledge_base
 from app.kb.cards import safety_facts
-from judges.local.screen_model import training_files
+from screening.screen_model import training_files
 
 CONDITION_WORDS = load_profile(DEFAULT_KNOWLEDGE_BASE).condition_words
 
@@ -70,7 +70,7 @@ def test_a_boundary_card_is_matched_by_requests_about_someone_s_own_case(knowled
     question the reply "I can't work out the risk for you": such phrasings belong on an answer
     card. Each boundary phrasing names whose case it is (I, my, her son, …) or the screen reads it
     as a request about one's own case ("voices r coming back is it a relapse")."""
-    from judges.local.crisis import assess
+    from screening.crisis import assess
 
     own = re.compile(r"\b(i|i'm|im|i've|me|my|we|our|us|he|she|him|her|his|they|them|their|you|your)\b",
                      re.IGNORECASE)

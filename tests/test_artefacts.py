@@ -9,17 +9,11 @@ import shutil
 
 import pytest
 
-from judges.local import (
-    artefacts,
-    context_model,
-    request_kind,
-    role_model,
-    screen_features,
-    screen_model,
-    screen_training,
-)
-from judges.local.artefacts import ArtefactError
+from app.core.learning import artefacts
+from app.core.learning.artefacts import ArtefactError
+from judges.local import role_model
 from judges.local.resources import Resources
+from screening import context_model, request_kind, screen_features, screen_model, screen_training
 
 
 @pytest.fixture
@@ -70,7 +64,7 @@ def test_kinds_of_request_are_learned_from_requests_alone_and_their_data_never_m
 def test_no_kind_labelled_request_nearly_repeats_a_question_of_an_evaluation_set(embedder, evaluation_messages):
     """The request-kind model decides the boundary card an evaluation question gets: a request in
     its data that nearly repeats one would measure memory, not reading."""
-    from judges.scenarios import load_scenarios
+    from app.core.scenarios import load_scenarios
 
     questions = evaluation_messages
     requests = [scenario.user for scenario in load_scenarios(request_kind.kinds_files())]
@@ -218,7 +212,8 @@ def test_train_if_needed_fits_only_the_checks_missing_or_stale(shipped_copy, mon
 def test_a_clone_of_the_same_code_and_data_copies_the_build_from_the_cache(shipped_copy, tmp_path, monkeypatch):
     """What keeps CI's fresh clone from training for a quarter of an hour: the same inputs copy the
     build byte for byte; another source file, or another build of what it learned from, trains."""
-    from judges.local import artefact_cache, context_model
+    from app.core.learning import artefact_cache
+    from screening import context_model
 
     cache = tmp_path / "cache"
     reads = (screen_model.NAME,)
@@ -257,7 +252,7 @@ def test_train_if_needed_copies_a_cached_build_instead_of_fitting(shipped_copy, 
     from typer.testing import CliRunner
 
     from app.cli.main import cli
-    from judges.local import artefact_cache
+    from app.core.learning import artefact_cache
 
     fitted = []
     monkeypatch.setattr(role_model, "fit_and_save", lambda *_args: fitted.append(role_model.NAME))

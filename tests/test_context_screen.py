@@ -21,7 +21,7 @@ def _lines(*files: Path) -> list[dict]:
 
 
 def test_every_training_conversation_is_a_conversation_with_a_label():
-    from judges.local import context_model
+    from screening import context_model
 
     found = context_model.conversations()
     assert len(found) == len(_lines(*context_model.training_files())), "a line without an earlier user message"
@@ -42,9 +42,9 @@ def test_no_training_message_nearly_repeats_a_holdout_or_evaluation_message(embe
 
 
 def test_the_context_model_card_keeps_the_recall_target_on_held_out_readings():
-    from judges.local.context_model import NAME, SETTINGS
+    from screening.context_model import NAME, SETTINGS
 
-    card = json.loads((REPO / "judges" / "local" / "artefacts" / f"{NAME}.card.json").read_text())
+    card = json.loads((REPO / "artefacts" / f"{NAME}.card.json").read_text())
     for variant, metrics in card["dev_metrics"].items():
         assert metrics["crisis_recall"] >= SETTINGS["recall_target"], (variant, metrics)
         assert metrics["crisis_recall"] > metrics["recall_without_context"], (variant, metrics)
@@ -102,7 +102,7 @@ def test_after_a_crisis_a_request_of_its_own_is_answered_with_the_contacts_and_a
 
 
 def test_every_language_the_screen_reads_has_its_crisis_reply():
-    from judges.local import crisis_languages
+    from screening import crisis_languages
 
     assert set(crisis_translations()) == set(crisis_languages.languages())
 

@@ -9,12 +9,12 @@ import re
 import pytest
 
 from app.core.records import InputScreen
+from app.core.scenarios import load_scenarios
 from app.core.text import split_sentences
 from app.prompts import contact_lines, reply
 from app.screen import says_little, screen_message, screened_route
 from app.small_talk import kind_of
 from judges.evaluate import evaluate
-from judges.scenarios import load_scenarios
 from tests.conftest import REPO
 
 

@@ -12,9 +12,10 @@ import pytest
 from app.core.records import Turn
 from judges.local import crisis
 from judges.local.crisis import detect_crisis
-from judges.local.crisis_text import crisis_patterns, normalise, pattern_hit
 from judges.local.resources import Resources
 from judges.schema import DraftContext
+from screening.crisis import assess
+from screening.crisis_text import crisis_patterns, normalise, pattern_hit
 
 LEXICAL = Resources()  # no embedder: the patterns and the learned layer's lexical variant
 
@@ -127,7 +128,7 @@ def test_check_passes_an_ordinary_turn():
 def test_the_learned_layer_catches_indirect_wording_without_false_alarms(embedding_resources):
     for message in ["I just want everything to stop for good, I'm so tired of all of it",
                     "there's no future for me, better to disappear"]:
-        found = crisis.assess(message, embedding_resources)
+        found = assess(message, embedding_resources)
         assert found.crisis and found.layer == "model", message
     for message in ["I'm tired of my medication's side effects, can I ask about switching?",
                     "hi", "thanks!", "good night", "who made you?", "I could murder a pizza"]:
@@ -159,14 +160,14 @@ def test_one_word_spelt_as_another_language_spells_it_leaves_an_english_message_
 
 
 def test_a_crisis_in_words_the_language_lexicon_does_not_list_is_caught_by_the_learned_layer():
-    from judges.local import crisis_languages
+    from screening import crisis_languages
 
     for message in ["Mi hermano se ha encerrado en el baño con todas sus pastillas y tampoco contesta",
                     "Mijn broer zegt dat de stemmen hem opdragen de buurman iets aan te doen"]:
         assert crisis_languages.find(message) is None, message  # else this tests the lexicon
-        found = crisis.assess(message, LEXICAL)
+        found = assess(message, LEXICAL)
         assert found.crisis and found.layer == "model:languages", message
     for message in ["¿Cuáles son los efectos secundarios de la olanzapina?", "Bonjour, merci pour votre aide",
                     "Wat zijn de eerste tekenen van een psychose?"]:
-        found = crisis.assess(message, LEXICAL)
+        found = assess(message, LEXICAL)
         assert not found.crisis and not found.english, message

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.core.config_sections import CrisisContact
-from judges.local import crisis_languages
+from screening import crisis_languages
 
 EXAMPLES = [(code, text, kind) for code, lang in crisis_languages.languages().items()
             for kind in ("crisis", "safe") for text in getattr(lang.examples, kind)]

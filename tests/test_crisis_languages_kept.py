@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from judges.local import crisis_languages, derived_cache
+from app.core.learning import derived_cache
+from screening import crisis_languages
 
 TRAIN = Path(__file__).resolve().parents[1] / "scenarios" / "screen" / "train"
 

@@ -57,7 +57,7 @@ def test_the_documents_speak_of_the_product_never_of_how_it_was_made():
 
 def test_every_module_is_small_enough_to_read():
     """Small modules with one job: none of the product's grows past 400 lines."""
-    long = [f"{path.relative_to(REPO)}: {n} lines" for package in ("app", "judges")
+    long = [f"{path.relative_to(REPO)}: {n} lines" for package in ("app", "judges", "screening")
             for path in sorted((REPO / package).rglob("*.py"))
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400]
     assert not long, "\n".join(long)

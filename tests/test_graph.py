@@ -14,7 +14,8 @@ from app.core.text import citations_in, split_sentences, strip_citations
 from app.graph.services import Services
 from app.prompts import contact_lines, crisis_reply, reply
 from app.session import Chatbot
-from judges.local.crisis import assess, detect_crisis
+from judges.local.crisis import detect_crisis
+from screening.crisis import assess
 
 pytestmark = pytest.mark.slow
 
@@ -273,7 +274,7 @@ def test_a_plain_question_costs_no_crisis_screen_call(make_bot):
 
 
 def test_the_screener_llm_may_clear_only_an_unsure_flag_of_the_learned_layer(make_bot, monkeypatch):
-    from judges.local.screen_model import Reading
+    from screening.screen_model import Reading
 
     bot = make_bot(chat=scripted_chat("Depots are injections [S10]."))
     model = bot.services.resources.screen_model
@@ -297,7 +298,7 @@ def request_screener(answer) -> RoleClient:
 
 
 def reading_personal(probability: float):
-    from judges.local.screen_model import Reading
+    from screening.screen_model import Reading
 
     return Reading(crisis=0.0, small_talk=0.0, threshold=0.5, confident=0.75, second_look=0.25,
                    personal=probability, personal_threshold=0.35)

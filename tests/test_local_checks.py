@@ -11,10 +11,10 @@ import json
 import pytest
 
 from app.core.records import SourceText, Turn
+from app.core.scenarios import ScenarioError, load_scenarios
 from app.core.text import citations_in, numbers, polarity, split_sentences, strip_citations
 from judges.local.checks import LOCAL_CHECKS, run_local_checks
 from judges.local.resources import Resources
-from judges.scenarios import ScenarioError, load_scenarios
 from judges.schema import DraftContext, Finding
 
 DEPOT = SourceText(id="S10", title="Depot injections", text=(

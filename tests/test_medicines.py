@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from app.core.errors import ConfigError
+from app.core.lexicon import word_list
 from app.core.medicines import DEPLOYMENT_FILE, load_vocabulary, names_in, vocabulary
-from judges.local import patterns
 
 
 def test_names_are_read_as_the_knowledge_base_says_them():
@@ -17,9 +17,9 @@ def test_names_are_read_as_the_knowledge_base_says_them():
     assert names_in("what about blonanserin-free brexapine, or an abilifyish plan?") == ["brexapine"]
 
 
-def test_the_judges_read_the_same_vocabulary():
-    assert patterns.word_list("medicines") == vocabulary().names()
-    assert {"lithium", "zoloft", "abilify maintena"} <= set(patterns.word_list("medicines"))
+def test_the_screen_and_the_judges_read_the_same_vocabulary():
+    assert word_list("medicines") == vocabulary().names()
+    assert {"lithium", "zoloft", "abilify maintena"} <= set(word_list("medicines"))
 
 
 def test_a_deployment_adds_medicines_and_names_and_keeps_the_products(tmp_path):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from judges.local import artefacts, screen_model
+from app.core.learning import artefacts
+from screening import screen_model
 
 
 def _classifier(weights: np.ndarray) -> LogisticRegression:

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.core.profile import load_profile
-from judges.local import screen_model
+from screening import screen_model
 from tests.conftest import app_environment
 
 pytestmark = pytest.mark.slow

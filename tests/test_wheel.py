@@ -32,7 +32,7 @@ def _project_files(dest: Path) -> None:
     ).stdout.splitlines()
     # The learned checks are built, not kept in git (`make artefacts` runs before the tests, as
     # before building a release): the wheel carries them.
-    built = [str(p.relative_to(ROOT)) for p in (ROOT / "judges" / "local" / "artefacts").glob("*") if p.is_file()]
+    built = [str(p.relative_to(ROOT)) for p in (ROOT / "artefacts").glob("*") if p.is_file()]
     for name in [*listed, *built]:
         source = ROOT / name
         if source.is_file() and not name.startswith(("tests/", "scenarios/", "bench/", "docs/")):
@@ -86,7 +86,8 @@ def _ask(env: Path, cwd: Path, *messages: str) -> list[dict]:
 def test_the_wheel_alone_runs_an_offline_turn_through_tier_0(installed, tmp_path):
     where = subprocess.run(
         [installed / "bin" / "python", "-c",
-         "import app, judges, knowledge_base; print(app.__file__); print(judges.__file__)"],
+         "import app, judges, screening, artefacts, knowledge_base; print(app.__file__); print(judges.__file__); "
+         "print(screening.__file__); print(list(artefacts.__path__)[0])"],
         cwd=tmp_path, capture_output=True, text=True, check=True,
     ).stdout.split()
     assert all(str(installed) in path for path in where), where  # not the checkout

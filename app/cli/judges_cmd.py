@@ -51,15 +51,9 @@ def train_judges(
                             "(what make runs before the app and the tests).")] = False,
 ) -> None:
     """Fit every learned check on the train splits and write its artefact and model card."""
-    from judges.local import (
-        artefact_cache,
-        artefacts,
-        context_model,
-        request_kind,
-        role_model,
-        screen_model,
-        screen_training,
-    )
+    from app.core.learning import artefact_cache, artefacts
+    from judges.local import role_model
+    from screening import context_model, request_kind, screen_model, screen_training
 
     folder = out or artefacts.ARTEFACTS_DIR
     wanted = []
@@ -124,13 +118,13 @@ def eval_judges(
     from app.core.embeddings import Embedder
     from app.core.models import model_for
     from app.core.records import InputScreen, SourceText
+    from app.core.scenarios import load_scenarios
     from app.kb import load_knowledge_base
     from app.retrieval import open_identifier
     from app.screen import screen_message, screened_route
     from judges.evaluate import evaluate
     from judges.filter import CriticalAnalysisFilter
     from judges.local.resources import Resources
-    from judges.scenarios import load_scenarios
 
     settings = load_settings(**({"profile": profile} if profile else {}))
     chosen = parse_tiers(tiers)
@@ -179,7 +173,7 @@ def eval_judges(
 
 
 def _expand(paths: list[Path]) -> list[Path]:
-    from judges.scenarios import scenario_files
+    from app.core.scenarios import scenario_files
 
     files = scenario_files(paths)
     if not files:

@@ -12,8 +12,8 @@ from app.core.text import split_sentences
 from app.graph.services import Services
 from app.graph.state import ChatState
 from app.kb.cards import AnswerCard
-from judges.local.crisis import history_turns, read_alone
 from judges.schema import DraftContext
+from screening.crisis import HISTORY_TURNS, read_alone
 
 _CHOICE = re.compile(r"^\s*(?:option\s*|number\s*|#)?([1-9])\b", re.IGNORECASE)
 _YES = re.compile(r"^\s*(yes|yeah|yep|yup|y|ok|okay|sure|that one|the first( one)?)\b", re.IGNORECASE)
@@ -52,7 +52,7 @@ def recent_crises(state: ChatState, services: Services, *, before: int) -> list[
                  for n, found in enumerate(readings) if found.crisis]
     else:
         marks = state["crises"]
-    return [m for m in marks if before - history_turns() <= m.turn < before]
+    return [m for m in marks if before - HISTORY_TURNS <= m.turn < before]
 
 
 def crises_with(crises: list[CrisisMark], turn: int, screen: InputScreen) -> list[CrisisMark]:

@@ -29,7 +29,7 @@ from app.retrieval.condense import condense
 from app.retrieval.references import resolve as resolve_references
 from app.retrieval.references import with_subject
 from app.screen import adds_no_topic
-from judges.local.crisis import answerable_emergency
+from screening.crisis import answerable_emergency
 
 
 @dataclass(frozen=True)

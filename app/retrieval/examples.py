@@ -25,7 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 from app.kb.examples import ExampleSet
-from judges.local.screen_features import Linear, predict_proba
+from screening.screen_features import Linear, predict_proba
 
 Embed = Callable[[list[str]], np.ndarray]
 

@@ -1,135 +1,21 @@
-"""Crisis detection for the input screen (`assess`, `detect_crisis`) and as a local check.
-
-Three layers, in order. (1) Other languages: the core crisis concepts in each language's own
-words (crisis_languages.py), so a crisis never meets the "English only" notice. (2) A small set of
-high-precision English patterns (crisis_patterns.yaml: each with an id and tested examples), read
-after slang, one-letter misspellings and idioms are normalised. (3) The learned layer
-(screen_model.py, a shipped artefact) for everything subtler: veiled farewells, means questions,
-third-person risk, medical emergencies, in English and (its own variant) in other languages; it
-also gives the small-talk probability the router uses.
-Only a flag from the learned layer alone, below its confident line, may be cleared by an LLM's
-second look; a language or pattern hit never is.
-"""
+"""The crisis judge's local check: a draft after a crisis, in this message or the last few, must
+respond to it and never brush it aside, and no draft may encourage or inform self-harm. The
+message itself is read by the input screen (screening/crisis.py)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from app.core.text import split_sentences
-from judges.local import crisis_languages, patterns
-from judges.local.crisis_text import IDIOM_MARK, normalise, pattern_hit
-from judges.local.encoder import Encoder
+from judges.local import patterns
 from judges.schema import DraftContext, Finding
-
-if TYPE_CHECKING:
-    from judges.local.request_kind import RequestKindModel
-    from judges.local.screen_model import Reading, ScreenModel
-
-T = TypeVar("T")
+from screening.crisis import Screens, answerable_emergency, assess, crisis_earlier
 
 CHECK = "crisis"
-# The kind of crisis each concept of the language lexicon says (judges/local/crisis_languages.yaml),
-# so a crisis in another language gets the reply for its kind (an overdose: a doctor now).
-LANGUAGE_CONCEPT_KINDS = {
-    "die_wish": "direct_suicidal", "self_harm": "self_harm_now", "overdose_taken": "overdose_taken",
-    "method": "means_method", "farewell": "veiled_farewell", "third_person": "third_person_danger",
-    "harm_others": "harm_to_others", "psychosis": "psychosis_danger", "medical": "medical_emergency",
-}
-
-# How near its threshold the learned request probability is unsure. Cross-validated on the training
-# data (threshold 0.35): from 0.15 up, 0.97 of the requests; from 0.55 up, 0.95 of the flags right.
-PERSONAL_UNSURE = 0.2
-
-
-@dataclass(frozen=True)
-class Assessment:
-    """What the screen concluded about one message, and how sure it is."""
-
-    crisis: bool
-    score: float
-    layer: str = ""  # "language:xx", "pattern:<id>", "model", "model:languages" or ""
-    evidence: list[str] = field(default_factory=list)
-    small_talk: float = 0.0
-    small_talk_kind: str = ""  # the learned layer's likeliest kind of small talk ("farewell", "thanks")
-    # the kinds of request about one's own case it may be ("missed_dose"), likeliest first
-    boundary_kinds: list[str] = field(default_factory=list)
-    crisis_kind: str = ""  # its likeliest kind of crisis ("medical_emergency", "self_harm_now")
-    personal_advice: bool = False  # asks for advice on the writer's own case (learned layer)
-    urgent: bool = False  # describes someone unwell now who needs help today (learned layer)
-    clearable: bool = False  # a learned-only flag below its confident line: an LLM may clear it
-    english: bool = True  # the learned language identifier's reading (not read for a pattern hit)
-    uncertain: bool = False  # no crisis, but close enough that an LLM should take a second look
-    personal_unsure: bool = False  # the request probability is near its threshold: an LLM may decide
-    threshold: float = 0.5  # the learned layer's crisis line for this message's reader
-    language: str = ""  # the other language it is written in ("de", "hi", …); "" for English
-
-
-class Screens(Encoder, Protocol):
-    """What reading a message needs (`Resources` provides it): the screen's models, the English
-    speller, and a memory of texts already read."""
-
-    screen_model: ScreenModel
-    request_kind: RequestKindModel
-    correct_english: Callable[[str], str] | None
-
-    def remember(self, kind: str, text: str, compute: Callable[[], T]) -> T: ...
-
-
-def assess(text: str, res: Screens) -> Assessment:
-    """The screen's reading of one message (remembered: the same text is read again later)."""
-    return res.remember("crisis.assess", text, lambda: _assess(text, res))
-
-
-def _assess(text: str, res: Screens) -> Assessment:
-    if not text or not text.strip():
-        return Assessment(False, 0.0)
-    if found := crisis_languages.find_concept(text):
-        code, concept, words = found
-        return Assessment(True, 1.0, f"language:{code}", [words], crisis_kind=LANGUAGE_CONCEPT_KINDS.get(concept, ""),
-                          english=False, language=code)
-    if hit := pattern_hit(text):
-        # The learned layer still says what kind of crisis it is ("medical_emergency" gets its own reply).
-        kind = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK)).crisis_kind
-        return Assessment(True, 1.0, f"pattern:{hit[0]}", [hit[1]], crisis_kind=kind)
-    english = res.screen_model.is_english(text)
-    if english:
-        reading, kinds = _read_english(text, res)
-    else:
-        reading = res.screen_model.read_other_language(text)
-        kinds = [reading.boundary_kind] if reading.boundary_kind else []
-    language = "" if english else res.screen_model.language_of(text)
-    if reading.is_crisis:
-        return Assessment(True, reading.crisis, "model" if english else "model:languages",
-                          split_sentences(text) or [text], small_talk=reading.small_talk,
-                          crisis_kind=reading.crisis_kind, threshold=reading.threshold,
-                          clearable=reading.crisis < reading.confident, english=english, language=language)
-    personal = reading.personal >= reading.personal_threshold
-    return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english, language=language,
-                      small_talk_kind=reading.small_talk_kind, boundary_kinds=kinds,
-                      crisis_kind=reading.crisis_kind, personal_advice=personal, threshold=reading.threshold,
-                      # A request whose likeliest kind is someone unwell now is urgent, though its
-                      # share of the request's probability may not reach the urgent line alone.
-                      urgent=reading.urgent >= reading.urgent_threshold or (personal and kinds[:1] == ["urgent"]),
-                      uncertain=reading.crisis >= reading.second_look,
-                      personal_unsure=abs(reading.personal - reading.personal_threshold) < PERSONAL_UNSURE)
-
-
-def _read_english(text: str, res: Screens) -> tuple[Reading, list[str]]:
-    """The learned layer's reading of an English message, and its request kinds (from the model
-    that learned them from requests alone), with misspelt words read as English ("shuold i have two
-    tomorow" as "should i have two tomorrow"): the models learned mostly from words spelt right,
-    and a message full of slips read as written was heard as something else, a request as a
-    question about sleep, a question about an extra tablet as an overdose."""
-    spelt = res.correct_english(text) if res.correct_english else text
-    normalised = normalise(spelt, idiom_mark=IDIOM_MARK)
-    return res.screen_model.read(normalised), res.request_kind.read(normalised)
 
 
 def detect_crisis(text: str, res: Screens) -> Finding:
-    """The input screen: is this user message a crisis? Fast (patterns first) and recall first."""
+    """The screen's crisis reading of a user message, as the judge's finding."""
     found = assess(text, res)
     return Finding(check=CHECK, flagged=found.crisis, score=found.score, sentences=found.evidence,
                    detail=f"crisis ({found.layer})" if found.crisis else "",
@@ -159,31 +45,6 @@ def check(ctx: DraftContext, res: Screens) -> Finding:
                            detail=f"the draft {why} a crisis signal{'' if user.flagged else ' earlier in the conversation'}",
                            suggested_verdict="reject")
     return Finding(check=CHECK, flagged=False, score=0.0)
-
-
-def answerable_emergency(text: str, res: Screens) -> bool:
-    """A medical emergency that only the learned layer reads ("a fever and a sore throat on
-    clozapine"): the answer graph may answer it with how to get medical help first and what the
-    sources say. Danger said in so many words (a pattern: not breathing, an overdose taken) and
-    every other kind of crisis get the crisis reply alone."""
-    found = assess(text, res)
-    return found.crisis and found.layer == "model" and found.crisis_kind == "medical_emergency"
-
-
-def history_turns() -> int:
-    """How many earlier user turns a crisis is remembered for: their answers keep the contacts."""
-    return int(patterns.threshold(CHECK, "history_turns"))
-
-
-def read_alone(user_messages: list[str], res: Screens) -> list[Assessment]:
-    """The screen's readings of the conversation's last few user messages, each alone, oldest first."""
-    return [assess(t, res) for t in user_messages[-history_turns():]]
-
-
-def crisis_earlier(user_messages: list[str], res: Screens) -> list[str]:
-    """The crisis evidence in the conversation's last few user messages (oldest first), if any:
-    an answer given this soon after a crisis must still respond to it."""
-    return [s for found in read_alone(user_messages, res) if found.crisis for s in found.evidence]
 
 
 def _containing(text: str, match: re.Match[str]) -> list[str]:

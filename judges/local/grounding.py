@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from app.core.lexicon import words_regex
 from app.core.records import VERDICT_ORDER, Verdict
 from app.core.text import (
     citations_in,
@@ -34,7 +35,7 @@ from judges.local.kinds import kind
 from judges.schema import DraftContext, Finding
 
 if TYPE_CHECKING:
-    from judges.local.encoder import Encoder
+    from app.core.learning.encoder import Encoder
 
 CHECK = "grounding"
 _ANAPHORA = re.compile(r"^(it|its|they|their|these|this|that|those|he|she|them|such)\b", re.IGNORECASE)
@@ -85,7 +86,7 @@ def _source(text: str) -> _SourceFacts:
         pieces += parts if len(parts) > 1 else []
     return _SourceFacts(units=tuple(pieces), stems=frozenset(content_stems(text)),
                         numbers=frozenset(numbers(text)), has_numbers=bool(numbers(text, small_words=False)),
-                        medicines=frozenset(m.lower() for m in patterns.words_regex("medicines").findall(text)))
+                        medicines=frozenset(m.lower() for m in words_regex("medicines").findall(text)))
 
 
 def source_units(ctx: DraftContext) -> list[str]:
@@ -97,7 +98,7 @@ def source_units(ctx: DraftContext) -> list[str]:
 def analyse(ctx: DraftContext, res: Encoder) -> list[SentenceSupport]:
     """Support figures for every cited sentence whose cited ids were provided."""
     generic = {stem(w) for w in patterns.section("grounding")["generic_words"]}
-    medicines = patterns.words_regex("medicines")
+    medicines = words_regex("medicines")
     results = []
     sentences = split_sentences(ctx.draft or "")
     for n, sentence in enumerate(sentences):

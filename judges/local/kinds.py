@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
+from app.core.lexicon import words_regex
 from app.core.text import is_question, strip_citations
 from judges.local import patterns
 
@@ -14,7 +15,7 @@ Kind = Literal["question", "marker", "meta", "referral", "empathy", "claim"]
 
 
 def mentions_care_team(sentence: str) -> bool:
-    return bool(patterns.words_regex("care_team").search(sentence))
+    return bool(words_regex("care_team").search(sentence))
 
 
 def is_referral(sentence: str) -> bool:

@@ -9,6 +9,7 @@ import re
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
+from app.core.lexicon import expand
 from app.core.text import split_sentences
 from judges.local import patterns
 from judges.local.kinds import kind
@@ -22,7 +23,7 @@ CHECK = "medication_change"
 
 @cache
 def _compiled(key: str) -> re.Pattern[str]:
-    return re.compile(patterns.expand(patterns.section("medication")[key]), re.IGNORECASE)
+    return re.compile(expand(patterns.section("medication")[key]), re.IGNORECASE)
 
 
 @lru_cache(maxsize=8192)  # a source's sentences are read again with each extractive answer

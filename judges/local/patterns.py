@@ -1,8 +1,8 @@
-"""Patterns, word lists and thresholds of the local checks, loaded from `patterns.yaml`.
+"""Patterns and thresholds of the draft checks, loaded from `patterns.yaml`.
 
 Keeping them as data means a reviewer can read (and a deployment can extend) what tier 0 looks
-for without reading code. Regex lists may use `{name}` to insert a word list from `lexicon`
-as an alternation, e.g. `{medicines}`.
+for without reading code. A regex may use `{name}` to insert a shared word list
+(app/core/lexicon.yaml) as an alternation, e.g. `{medicines}`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import ValidationError, model_validator
 
 from app.core.datafiles import parse_yaml
 from app.core.errors import ConfigError
-from app.core.medicines import vocabulary
+from app.core.lexicon import expand, unknown_names
 from app.core.records import Record
 
 PATTERNS_FILE = Path(__file__).with_name("patterns.yaml")
@@ -27,17 +27,10 @@ Regexes = list[str]
 
 
 class Thresholds(Record):
-    crisis: dict[str, float]
     grounding: dict[str, float]
     uncited: dict[str, float]
     role_scope: dict[str, float]
     leakage: dict[str, float]
-
-
-class Lexicon(Record):
-    medicines: list[str]  # filled from the medicine vocabulary, not written in the file
-    medicine_words: list[str]
-    care_team: list[str]
 
 
 class PatternsFile(Record):
@@ -45,7 +38,6 @@ class PatternsFile(Record):
     `{name}` with no word list is an error at start-up, naming the place, not a crashed check."""
 
     thresholds: Thresholds
-    lexicon: Lexicon
     grounding: dict[Literal["generic_words"], list[str]]
     uncited: dict[Literal["specific", "allowed_prototypes"], list[str]]
     verification: dict[Literal["topics"], Regexes]
@@ -59,15 +51,13 @@ class PatternsFile(Record):
 
     @model_validator(mode="after")
     def _regexes_compile(self) -> PatternsFile:
-        lexicon = self.lexicon.model_dump()
         problems = []
         for section, key, pattern in self._regexes():
-            unknown = [n for n in _REFERENCE.findall(pattern) if n not in lexicon]
-            if unknown:
-                problems.append(f"{section}.{key}: no word list named {unknown} in lexicon")
+            if unknown := unknown_names(pattern):
+                problems.append(f"{section}.{key}: no word list named {unknown} in app/core/lexicon.yaml")
                 continue
             try:
-                re.compile(expand(pattern, lexicon))
+                re.compile(expand(pattern))
             except re.error as error:
                 problems.append(f"{section}.{key}: bad regex {pattern!r}: {error}")
         if problems:
@@ -80,15 +70,12 @@ class PatternsFile(Record):
                 for pattern in [value] if isinstance(value, str) else value:
                     yield section, key, pattern
         crisis = self.crisis
-        for key in ("idioms", "draft_response", "draft_minimising", "draft_encouraging"):
+        for key in ("draft_response", "draft_minimising", "draft_encouraging"):
             for pattern in getattr(crisis, key):
                 yield "crisis", key, pattern
 
 
 class CrisisPatterns(Record):
-    normalise: dict[str, str]
-    fuzzy_targets: list[str]
-    idioms: Regexes
     draft_response: Regexes
     draft_minimising: Regexes
     draft_encouraging: Regexes
@@ -104,8 +91,6 @@ def data() -> dict[str, Any]:
         loaded = parse_yaml(PATTERNS_FILE.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
         raise ConfigError(f"{PATTERNS_FILE}: cannot load the local-check patterns: {error}") from error
-    if isinstance(loaded, dict) and isinstance(loaded.get("lexicon"), dict):
-        loaded["lexicon"]["medicines"] = vocabulary().names()  # one vocabulary for the app and the judges
     try:
         PatternsFile.model_validate(loaded)
     except ValidationError as error:
@@ -129,23 +114,6 @@ def threshold(check: str, name: str) -> float:
         raise ConfigError(f"{PATTERNS_FILE}: no threshold thresholds.{check}.{name}") from None
 
 
-def word_list(name: str) -> list[str]:
-    return list(data()["lexicon"][name])
-
-
-_REFERENCE = re.compile(r"\{([a-z_]+)\}")
-
-
-def _alternation(words: list[str]) -> str:
-    return "|".join(re.escape(w) if not w.startswith("re:") else w[3:]
-                    for w in sorted(words, key=len, reverse=True))
-
-
-def expand(pattern: str, lexicon: dict[str, list[str]] | None = None) -> str:
-    lexicon = lexicon if lexicon is not None else data()["lexicon"]
-    return _REFERENCE.sub(lambda m: f"(?:{_alternation(lexicon[m.group(1)])})", pattern)
-
-
 @cache
 def regex(section_name: str, key: str) -> re.Pattern[str]:
     """One compiled, case-insensitive alternation of the patterns listed at section.key."""
@@ -157,12 +125,6 @@ def regex(section_name: str, key: str) -> re.Pattern[str]:
         return re.compile("|".join(parts), re.IGNORECASE)
     except re.error as error:
         raise ConfigError(f"{PATTERNS_FILE}: bad regex at {section_name}.{key}: {error}") from error
-
-
-@cache
-def words_regex(name: str) -> re.Pattern[str]:
-    """A whole-word regex for a lexicon word list."""
-    return re.compile(rf"\b(?:{_alternation(word_list(name))})\b", re.IGNORECASE)
 
 
 def first_match(section_name: str, key: str, text: str) -> str | None:

@@ -21,13 +21,14 @@ from typing import TypeVar
 import numpy as np
 
 from app.core.embeddings import Embedder
+from app.core.learning.artefacts import ARTEFACTS_DIR
 from app.core.records import SourceText
-from judges.local import crisis_languages, grounding, patterns
-from judges.local.artefacts import ARTEFACTS_DIR
-from judges.local.context_model import ContextModel
-from judges.local.request_kind import RequestKindModel
+from judges.local import grounding, patterns
 from judges.local.role_model import RoleModel
-from judges.local.screen_model import ScreenModel
+from screening import crisis_languages
+from screening.context_model import ContextModel
+from screening.request_kind import RequestKindModel
+from screening.screen_model import ScreenModel
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -6,7 +6,7 @@ positives are picked multiple-instance style: bag sentences that nearly duplicat
 sentence are dropped, a first model is fitted, then each bag keeps only its sentences that model
 finds out of role (at least its most likely one) for the final fit. Features: the MiniLM
 embedding plus the role patterns' flags and a few counts. `cafbot judges train` fits it and
-ships the weights as an artefact (judges/local/artefacts.py); run time only loads them.
+ships the weights as an artefact (app/core/learning/artefacts.py); run time only loads them.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from app.core.config import REPO_ROOT
+from app.core.learning import artefacts
+from app.core.learning.logistic import Weights, fit_logistic, sigmoid
 from app.core.text import citations_in, split_sentences, words
-from judges.local import artefacts, patterns
+from judges.local import patterns
 from judges.local.kinds import kind
-from judges.local.learned import Weights, fit_logistic, sigmoid
 from judges.local.role_patterns import pattern_hits  # the check's own patterns, as features
 
 if TYPE_CHECKING:
-    from judges.local.encoder import Encoder
+    from app.core.learning.encoder import Encoder
 
 NAME = "role_scope"
 FEATURE_VERSION = 3
@@ -54,7 +55,7 @@ def _features(sentences: list[str], embedded: np.ndarray) -> np.ndarray:
 
 
 def training_data(train_dir: Path) -> tuple[list[str], list[list[str]]]:
-    from judges.scenarios import load_scenarios
+    from app.core.scenarios import load_scenarios
 
     negatives: list[str] = []
     bags: list[list[str]] = []

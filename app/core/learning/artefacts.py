@@ -1,8 +1,8 @@
-"""Learned checks are built artefacts: fitted by `cafbot judges train` (`make train`), shipped in
+"""Learned models are built artefacts: fitted by `cafbot judges train` (`make train`), shipped in
 the repository, loaded at run time, never trained there. Training is seeded, so `make train` on a
 checkout rebuilds the same models and figures.
 
-Each artefact is two files in judges/local/artefacts/: `NAME.joblib` (the fitted model) and
+Each artefact is two files in the repository's artefacts/ folder: `NAME.joblib` (the fitted model) and
 `NAME.card.json` (its model card: what it was trained on, how it did on a dev split it never saw,
 its thresholds, when, and the model file's sha256). Loading verifies the checksum, so a damaged
 or replaced file is never used. A data file edited after training makes the artefact stale: with
@@ -24,11 +24,12 @@ from typing import Any
 
 import joblib
 
+from app.core.config import REPO_ROOT
 from app.core.errors import ConfigError
+from app.core.learning import derived_cache
 from app.core.records import Record
-from judges.local import derived_cache
 
-ARTEFACTS_DIR = Path(__file__).with_name("artefacts")
+ARTEFACTS_DIR = REPO_ROOT / "artefacts"
 RETRAIN = "run `make artefacts` (or `cafbot judges train --if-needed`)"
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from app.core.spelling import is_english_word
 from app.core.text import words
-from judges.local.screen_features import Linear, predict_proba, tfidf
+from screening.screen_features import Linear, predict_proba, tfidf
 
 _LETTER = re.compile(r"[^\W\d_]")
 _PUNCTUATION = ".,;:!?\"'()"

@@ -7,7 +7,7 @@ request at all; kinds are read here, so data that teaches them apart cannot move
 between a request and a general question (two such sets, added to the screen's data, pushed general
 medicine questions onto the boundary route). Same features as the screen (word and character
 n-grams, and the MiniLM embedding when the embedder it was trained with is available); seeded,
-cross-validated for its model card, shipped as an artefact (judges/local/artefacts.py).
+cross-validated for its model card, shipped as an artefact (app/core/learning/artefacts.py).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from app.core.config import REPO_ROOT
-from judges.local import artefacts, screen_features, screen_model
-from judges.local.crisis_text import IDIOM_MARK, normalise
+from app.core.learning import artefacts
+from screening import screen_features, screen_model
+from screening.crisis_text import IDIOM_MARK, normalise
 
 if TYPE_CHECKING:
-    from judges.local.encoder import Encoder
+    from app.core.learning.encoder import Encoder
 
 NAME = "request_kind"
 FEATURE_VERSION = 1
@@ -51,8 +52,8 @@ def current_hash() -> str | None:
 def training_requests() -> list[tuple[str, str]]:
     """(normalised text, kind) for every request the kinds are learned from: the screen's boundary
     messages first (a text seen twice keeps its first kind), then the kind-labelled requests."""
-    from judges.local import screen_training
-    from judges.scenarios import load_scenarios
+    from app.core.scenarios import load_scenarios
+    from screening import screen_training
 
     found = {text: label.split(":", 1)[1] for text, label, _ in screen_training.training_messages()
              if label.startswith("boundary:")}
@@ -67,7 +68,7 @@ def _cross_validated(x: Any, kinds: list[str]) -> list[str]:
     # Fitting only: reading a request needs neither scikit-learn nor the screen's training code.
     from sklearn.model_selection import StratifiedKFold
 
-    from judges.local import screen_training
+    from screening import screen_training
 
     read = [""] * len(kinds)
     folds = StratifiedKFold(SETTINGS["folds"], shuffle=True, random_state=SETTINGS["seed"])
@@ -92,7 +93,7 @@ def train(encode: Any | None, embedder_name: str, out_dir: Path = artefacts.ARTE
     data_hash = current_hash() or ""  # of the data as read now, not as it may be when the fit ends
     requests = training_requests()
     texts, kinds = [t for t, _ in requests], [k for _, k in requests]
-    from judges.local import screen_training
+    from screening import screen_training
 
     vectoriser = screen_features.plain(screen_features.ngram_vectoriser().fit(texts))
     bundle: dict[str, Any] = {}

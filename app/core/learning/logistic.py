@@ -1,4 +1,4 @@
-"""Small fitting helpers shared by the learned checks (their artefacts: judges/local/artefacts.py)."""
+"""Small fitting helpers shared by the learned checks (their artefacts: app/core/learning/artefacts.py)."""
 
 from __future__ import annotations
 

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from judges.local.screen_features import URGENT_CLASS
+from screening.screen_features import URGENT_CLASS
 
 if TYPE_CHECKING:
-    from judges.scenarios import Scenario
+    from app.core.scenarios import Scenario
 
 
 def recall_threshold(crisis: np.ndarray, is_crisis: np.ndarray, by_pattern: np.ndarray, target: float) -> float:

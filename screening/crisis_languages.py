@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import Field, ValidationInfo, field_validator
 
 from app.core.datafiles import parse_yaml
+from app.core.learning import derived_cache
 from app.core.records import Record
-from judges.local import derived_cache
 
 DATA = Path(__file__).with_name("crisis_languages.yaml")
 # Validation context: every pattern of this very file already compiled in an earlier process.

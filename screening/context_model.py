@@ -12,7 +12,7 @@ joined conversation as it reads any message. Trained on conversations
 (`scenarios/screen/in_context/train`), seeded and cross-validated: each threshold is the highest
 that keeps the screen's recall on held-out readings at the target, counting what the screen
 already catches without it, as a user turn runs them. Shipped as an artefact
-(judges/local/artefacts.py).
+(app/core/learning/artefacts.py).
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ import numpy as np
 
 from app.core.answer_types import asks_anything
 from app.core.config import REPO_ROOT
-from judges.local import artefacts, screen_model
-from judges.local.crisis import Assessment, Screens, assess
-from judges.local.crisis_text import IDIOM_MARK, normalise
-from judges.local.learned import fit_logistic, sigmoid
+from app.core.learning import artefacts
+from app.core.learning.logistic import fit_logistic, sigmoid
+from screening import screen_model
+from screening.crisis import Assessment, Screens, assess
+from screening.crisis_text import IDIOM_MARK, normalise
 
 if TYPE_CHECKING:
-    from judges.scenarios import Scenario
+    from app.core.scenarios import Scenario
 
 NAME = "context_screen"
 FEATURE_VERSION = 3  # 2: a model for each situation; 3: read since the latest crisis
@@ -133,7 +134,7 @@ def features(earlier: list[str], text: str, res: Screens, *, embedded: bool) -> 
 
 def conversations(files: list[Path] | None = None) -> list[Scenario]:
     """Every conversation the model learns from (a message with at least one earlier user message)."""
-    from judges.scenarios import load_scenarios
+    from app.core.scenarios import load_scenarios
 
     return [s for s in load_scenarios(files or training_files()) if any(t.role == "user" for t in s.history)]
 

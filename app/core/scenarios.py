@@ -18,11 +18,12 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from app.core.config import REPO_ROOT
 from app.core.errors import ConfigError
 from app.core.records import Record, SourceText, Turn
-from judges.schema import Expected
 
-SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios" / "judges"
+SCENARIOS_DIR = REPO_ROOT / "scenarios" / "judges"
+Expected = Literal["pass", "warn", "reject", "crisis"]  # a verdict; "crisis": the input screen's
 
 
 class ScenarioError(ConfigError, ValueError):

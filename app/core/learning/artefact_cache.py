@@ -1,4 +1,4 @@
-"""Built learned checks kept outside the checkout, so that another clone of the same code and data
+"""Built learned models kept outside the checkout, so that another clone of the same code and data
 (CI's fresh clone, a second working copy) copies them instead of training for a quarter of an hour.
 
 An entry is used only when everything its fit read is byte for byte what this checkout holds: the
@@ -16,11 +16,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from judges.local import artefacts
+from app.core.config import REPO_ROOT
+from app.core.learning import artefacts
 
 CACHE_DIR = Path(os.environ.get("CAFBOT_ARTEFACT_CACHE") or Path.home() / ".cache" / "cafbot" / "artefacts")
 KEEP = 4  # entries per check; older ones go, so the cache stays a few hundred megabytes at most
-_ROOT = Path(__file__).resolve().parents[2]
 _INPUTS = "inputs.json"
 
 
@@ -72,7 +72,7 @@ def _inputs(folder: Path, reads: tuple[str, ...], files: dict[str, str] | None) 
     """What a build read. `files`: the paths to digest (a cached entry's); None: the source files
     loaded in this process and the data files beside them."""
     paths = list(files) if files is not None else _loaded_files()
-    return {"files": {path: _digest(_ROOT / path) for path in paths},
+    return {"files": {path: _digest(REPO_ROOT / path) for path in paths},
             "artefacts": {other: _card_key(folder / f"{other}.card.json") for other in sorted(reads)}}
 
 
@@ -90,14 +90,14 @@ def _loaded_files() -> list[str]:
     found: set[Path] = set()
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if not file or not module.__name__.startswith(("app", "judges")):
+        if not file or not module.__name__.startswith(("app", "judges", "screening")):
             continue
         path = Path(file).resolve()
-        if _ROOT not in path.parents:
+        if REPO_ROOT not in path.parents:
             continue
         found.add(path)
         found.update(p for p in path.parent.iterdir() if p.is_file() and p.suffix in {".yaml", ".json", ".md", ".txt"})
-    return sorted(str(p.relative_to(_ROOT)) for p in found)
+    return sorted(str(p.relative_to(REPO_ROOT)) for p in found)
 
 
 def _digest(path: Path) -> str:

@@ -1,7 +1,7 @@
 """A message as the input screen reads it, before any model: lower case, slang and one-letter
-misspellings rewritten, idioms marked (`normalise`), and the high-precision English crisis
-patterns (crisis_patterns.yaml: each with an id and tested examples, `pattern_hit`). It imports
-no model, so the screen's models and the crisis check both build on it."""
+misspellings rewritten, idioms marked (`normalise`, by the rules in text_rules.yaml), and the
+high-precision English crisis patterns (crisis_patterns.yaml: each with an id and tested
+examples, `pattern_hit`). It imports no model, so the screen's models build on it."""
 
 from __future__ import annotations
 
@@ -9,15 +9,16 @@ import re
 from functools import cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from app.core.datafiles import parse_yaml
+from app.core.lexicon import expand
 from app.core.records import Record
 from app.core.spelling import Speller
 from app.core.text import split_sentences
-from judges.local import patterns
 
 PATTERNS_FILE = Path(__file__).with_name("crisis_patterns.yaml")
+RULES_FILE = Path(__file__).with_name("text_rules.yaml")
 IDIOM_MARK = " figureofspeech "  # what the learned layer reads where an idiom was
 
 
@@ -32,15 +33,41 @@ class CrisisPatternsFile(Record):
     patterns: list[CrisisPattern]
 
 
+class TextRules(Record):
+    normalise: dict[str, str]  # slang and shorthand: what each is rewritten to (whole words)
+    fuzzy_targets: list[str]  # a word one edit away from one of these is read as it
+    idioms: list[str]  # regexes of figures of speech that sound violent but are not
+
+    @field_validator("idioms")
+    @classmethod
+    def _compiles(cls, idioms: list[str]) -> list[str]:
+        for idiom in idioms:
+            try:
+                re.compile(idiom)
+            except re.error as error:
+                raise ValueError(f"bad regex {idiom!r}: {error}") from error
+        return idioms
+
+
+@cache
+def text_rules() -> TextRules:
+    return TextRules.model_validate(parse_yaml(RULES_FILE.read_text(encoding="utf-8")))
+
+
+@cache
+def _idioms() -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in text_rules().idioms), re.IGNORECASE)
+
+
 @cache
 def crisis_patterns() -> list[tuple[CrisisPattern, re.Pattern[str]]]:
     data = CrisisPatternsFile.model_validate(parse_yaml(PATTERNS_FILE.read_text(encoding="utf-8")))
-    return [(p, re.compile(patterns.expand(p.pattern), re.IGNORECASE)) for p in data.patterns]
+    return [(p, re.compile(expand(p.pattern), re.IGNORECASE)) for p in data.patterns]
 
 
 @cache
 def _normaliser() -> tuple[re.Pattern[str], dict[str, str]]:
-    mapping = {k.lower(): v for k, v in patterns.section("crisis")["normalise"].items()}
+    mapping = {k.lower(): v for k, v in text_rules().normalise.items()}
     keys = sorted(mapping, key=len, reverse=True)
     return re.compile(r"(?<![\w'])(" + "|".join(re.escape(k) for k in keys) + r")(?![\w'])"), mapping
 
@@ -48,7 +75,7 @@ def _normaliser() -> tuple[re.Pattern[str], dict[str, str]]:
 @cache
 def _speller() -> Speller:
     """Misspelt risk words ("myslef", "hurtng") are read as the word meant."""
-    return Speller(patterns.section("crisis")["fuzzy_targets"], min_length=5)
+    return Speller(text_rules().fuzzy_targets, min_length=5)
 
 
 def normalise(text: str, *, remove_idioms: bool = True, idiom_mark: str = " ") -> str:
@@ -61,7 +88,7 @@ def normalise(text: str, *, remove_idioms: bool = True, idiom_mark: str = " ") -
     pattern, mapping = _normaliser()
     text = pattern.sub(lambda m: mapping[m.group(1)], text)
     if remove_idioms:
-        text = patterns.regex("crisis", "idioms").sub(idiom_mark, text)
+        text = _idioms().sub(idiom_mark, text)
     return re.sub(r"\s+", " ", text).strip()
 
 

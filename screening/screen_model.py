@@ -11,7 +11,7 @@ Which reader a message gets is decided by a language identifier trained on the s
 
 This module is what the artefact is (its name, feature version and the data and settings its
 hash covers) and how it is read at run time; screen_training.py fits it, and the fitted model is
-an artefact (judges/local/artefacts.py), loaded here and never retrained at run time.
+an artefact (app/core/learning/artefacts.py), loaded here and never retrained at run time.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from app.core.config import REPO_ROOT
-from judges.local import artefacts, crisis_languages
-from judges.local.screen_features import (
+from app.core.learning import artefacts
+from screening import crisis_languages
+from screening.screen_features import (
     Linear,
     features,
     grouped,
@@ -33,10 +34,10 @@ from judges.local.screen_features import (
     plain,
     predict_proba,
 )
-from judges.local.screen_language import is_english, likeliest_language
+from screening.screen_language import is_english, likeliest_language
 
 if TYPE_CHECKING:
-    from judges.local.encoder import Encoder
+    from app.core.learning.encoder import Encoder
 
 NAME = "input_screen"
 # 3: a personal-advice probability (the boundary classes) and its threshold;

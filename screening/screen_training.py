@@ -1,5 +1,5 @@
-"""Fitting the input screen's classifier (judges/local/screen_model.py) and writing it, with its
-model card, as an artefact (judges/local/artefacts.py). Run by `cafbot judges train`, never at run
+"""Fitting the input screen's classifier (screening/screen_model.py) and writing it, with its
+model card, as an artefact (app/core/learning/artefacts.py). Run by `cafbot judges train`, never at run
 time.
 
 It learns from the train split of scenarios/screen (deliberately diverse: crisis of every kind,
@@ -27,9 +27,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from app.core.config import REPO_ROOT
-from judges.local import artefacts, crisis_languages
-from judges.local.crisis_text import IDIOM_MARK, normalise, pattern_hit
-from judges.local.screen_features import (
+from app.core.learning import artefacts
+from screening import crisis_languages
+from screening.crisis_text import IDIOM_MARK, normalise, pattern_hit
+from screening.screen_features import (
     URGENT_CLASS,
     NgramFeatures,
     features,
@@ -38,8 +39,8 @@ from judges.local.screen_features import (
     plain,
     predict_proba,
 )
-from judges.local.screen_language import english_probability, likeliest_language, too_short_to_judge
-from judges.local.screen_model import (
+from screening.screen_language import english_probability, likeliest_language, too_short_to_judge
+from screening.screen_model import (
     FEATURE_VERSION,
     NAME,
     SETTINGS,
@@ -47,7 +48,7 @@ from judges.local.screen_model import (
     packed,
     training_files,
 )
-from judges.local.screen_thresholds import (
+from screening.screen_thresholds import (
     dev_metrics,
     f1_threshold,
     recall_threshold,
@@ -55,7 +56,7 @@ from judges.local.screen_thresholds import (
 )
 
 if TYPE_CHECKING:
-    from judges.scenarios import Scenario
+    from app.core.scenarios import Scenario
 
 
 def label(scenario: Scenario) -> str:
@@ -69,7 +70,7 @@ def training_messages(*, english: bool = True) -> list[tuple[str, str, Scenario]
     or in the other languages: screen scenarios, and judge scenarios that judge the user message
     alone. A message seen twice keeps its first label; the crisis one when they disagree (recall
     first)."""
-    from judges.scenarios import load_scenarios
+    from app.core.scenarios import load_scenarios
 
     found: dict[str, tuple[str, str, Scenario]] = {}
     for scenario in load_scenarios(training_files()):
@@ -84,7 +85,7 @@ def training_messages(*, english: bool = True) -> list[tuple[str, str, Scenario]
 def language_rows() -> list[tuple[str, str, Scenario]]:
     """(message as written, "en" or "other", scenario) for the language identifier: each message
     whose script and length do not already decide."""
-    from judges.scenarios import load_scenarios
+    from app.core.scenarios import load_scenarios
 
     found: dict[str, tuple[str, str, Scenario]] = {}
     for scenario in load_scenarios(training_files()):
