@@ -20,6 +20,7 @@ import numpy as np
 
 from app.core.config import REPO_ROOT
 from app.core.learning import artefacts
+from app.core.learning.logistic import predict_proba
 from screening import screen_features, screen_model
 from screening.crisis_text import IDIOM_MARK, normalise
 
@@ -75,7 +76,7 @@ def _cross_validated(x: Any, kinds: list[str]) -> list[str]:
     for train_rows, dev_rows in folds.split(np.zeros(len(kinds)), kinds):
         classifier = screen_training.fit_classifier(x[train_rows], [kinds[i] for i in train_rows], c=SETTINGS["c"])
         classes = classifier.classes_
-        for row, p in zip(dev_rows, screen_features.predict_proba(classifier, x[dev_rows]), strict=True):
+        for row, p in zip(dev_rows, predict_proba(classifier, x[dev_rows]), strict=True):
             read[row] = str(classes[int(np.argmax(p))])
     return read
 
@@ -139,6 +140,6 @@ class RequestKindModel:
         screen's vector of the same text)."""
         variant, x = screen_model.reading_features(self.res, self.bundle, self.card, [normalised])
         classifier = variant["classifier"]
-        p = screen_features.predict_proba(classifier, x)[0]
+        p = predict_proba(classifier, x)[0]
         order = np.argsort(-p)
         return [str(classifier.classes_[i]) for i in order[:2] if p[i] >= CLOSE_KIND * p[order[0]]]

@@ -3,8 +3,8 @@
 scikit-learn's own calls, whose per-call checks cost more than the arithmetic on one message; and
 the class probabilities summed by route. The request-kind model reads the same features.
 
-The fitted vectorisers and classifiers are kept as plain data (`NgramCounter`, `NgramFeatures`,
-`Linear`), so reading a message needs numpy and scipy's sparse matrices but not scikit-learn, whose
+The fitted vectorisers and classifiers are kept as plain data (`NgramCounter`, `NgramFeatures`, and
+`app.core.learning.logistic.Linear`), so reading a message needs numpy and scipy's sparse matrices but not scikit-learn, whose
 import took a second of every start; scikit-learn fits them (screen_training.py) and `plain` turns
 what it fitted into these.
 """
@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix, hstack
-from scipy.special import expit, softmax
+
+from app.core.learning.logistic import Linear
 
 # Someone unwell now ("he hasn't slept for days and thinks he's being watched, what do we do?"):
 # one of the own-case classes, which the answer leads with how to get help today.
@@ -82,15 +83,6 @@ class NgramFeatures:
     parts: tuple[NgramCounter, ...]
 
 
-@dataclass
-class Linear:
-    """A fitted logistic regression as plain data: what `predict_proba` and the readers use."""
-
-    coef_: np.ndarray
-    intercept_: np.ndarray
-    classes_: np.ndarray
-
-
 def plain(fitted: Any) -> Any:
     """What scikit-learn fitted, as the plain data above (dicts, lists and tuples walked through);
     anything else as it is."""
@@ -149,23 +141,6 @@ def tfidf(vectoriser: NgramCounter, texts: list[str]) -> csr_matrix:
     elif vectoriser.norm is not None:
         raise ValueError(f"tf-idf norm {vectoriser.norm!r}: only l2 is read here")
     return x
-
-
-def predict_proba(classifier: Linear, x: Any) -> np.ndarray:
-    """`classifier.predict_proba(x)` without scikit-learn's per-call input checks (0.2 ms a
-    message, twenty times the arithmetic): a logistic for two classes, a softmax for more, as
-    scikit-learn computes them. tests/test_artefacts.py holds it equal to scikit-learn's."""
-    scores = np.asarray(_as_weights(x) @ classifier.coef_.T) + classifier.intercept_
-    if scores.shape[1] == 1:
-        positive = expit(scores[:, 0])
-        return np.column_stack([1 - positive, positive])
-    return softmax(scores, axis=1)
-
-
-def _as_weights(x: Any) -> Any:
-    """Features in the weights' precision: a float64 matrix times the float32 weights makes a
-    float64 copy of the weights (tens of thousands of rows) at every message."""
-    return x.astype(np.float32)
 
 
 def grouped(classifier: Linear, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from app.core.learning.logistic import Linear, predict_proba
 from app.core.spelling import is_english_word
 from app.core.text import words
-from screening.screen_features import Linear, predict_proba, tfidf
+from screening.screen_features import tfidf
 
 _LETTER = re.compile(r"[^\W\d_]")
 _PUNCTUATION = ".,;:!?\"'()"

@@ -25,14 +25,13 @@ import numpy as np
 
 from app.core.config import REPO_ROOT
 from app.core.learning import artefacts
+from app.core.learning.logistic import Linear, predict_proba
 from screening import crisis_languages
 from screening.screen_features import (
-    Linear,
     features,
     grouped,
     likeliest_kind,
     plain,
-    predict_proba,
 )
 from screening.screen_language import is_english, likeliest_language
 

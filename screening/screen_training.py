@@ -28,6 +28,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from app.core.config import REPO_ROOT
 from app.core.learning import artefacts
+from app.core.learning.logistic import predict_proba
 from screening import crisis_languages
 from screening.crisis_text import IDIOM_MARK, normalise, pattern_hit
 from screening.screen_features import (
@@ -37,7 +38,6 @@ from screening.screen_features import (
     grouped,
     ngram_vectoriser,
     plain,
-    predict_proba,
 )
 from screening.screen_language import english_probability, likeliest_language, too_short_to_judge
 from screening.screen_model import (

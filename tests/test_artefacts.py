@@ -11,6 +11,7 @@ import pytest
 
 from app.core.learning import artefacts
 from app.core.learning.artefacts import ArtefactError
+from app.core.learning.logistic import predict_proba
 from judges.local import role_model
 from judges.local.resources import Resources
 from screening import context_model, request_kind, screen_features, screen_model, screen_training
@@ -168,7 +169,7 @@ def test_the_screen_reads_a_message_as_scikit_learn_would():
     for classes in (labels, ["crisis" if label == "crisis" else "pass" for label in labels]):  # softmax, logistic
         classifier = LogisticRegression(max_iter=500).fit(x, classes)
         ours = screen_features.features(screen_features.plain(union), messages, None)
-        assert np.allclose(screen_features.predict_proba(screen_features.plain(classifier), ours),
+        assert np.allclose(predict_proba(screen_features.plain(classifier), ours),
                            classifier.predict_proba(union.transform(messages).astype(np.float32)), atol=1e-6)
 
 

@@ -24,8 +24,8 @@ import joblib
 import numpy as np
 from tqdm import tqdm
 
+from app.core.learning.logistic import Linear, predict_proba
 from app.kb.examples import ExampleSet
-from screening.screen_features import Linear, predict_proba
 
 Embed = Callable[[list[str]], np.ndarray]
 
