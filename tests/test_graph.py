@@ -22,7 +22,6 @@ pytestmark = pytest.mark.slow
 QUESTION = "Why does clozapine need regular blood tests?"
 
 
-
 def scripted_chat(*replies) -> RoleClient:
     return RoleClient("chat", "scripted-chat", ScriptedChatModel(list(replies)))
 
@@ -34,31 +33,6 @@ def test_a_common_question_gets_its_vetted_card_offline_checked_like_any_draft(m
     assert trace.answer.startswith("Clozapine is an antipsychotic") and "S11" in trace.citations
     assert "critical_analysis" in [n.node for n in trace.nodes]
     assert trace.caf is not None and trace.caf.final_verdict in ("pass", "warn")
-
-
-@pytest.mark.parametrize("question", ["what is olanzapine", "tell me about quetiapine", "Aripiprazole?"])
-def test_what_a_named_antipsychotic_is_gets_the_card_that_says_so(make_bot, question):
-    """No source has a sentence of its own on each medicine (extracts would be a mix of lists on
-    injections and smoking); the card on antipsychotics by name says which group each is in and
-    what they do."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), question)
-    assert trace.route == "answer" and trace.card is not None, trace.answer
-    assert "second-generation" in trace.answer and "the main medicines used to treat schizophrenia" in trace.answer
-    assert trace.citations == ["S09"], trace.citations
-
-
-@pytest.mark.parametrize(("question", "names"), [
-    ("what is Abilify", "aripiprazole"), ("is abilify maintena given monthly?", "every month"),
-    ("can I stop my Zyprexa?", "Never change or stop an antipsychotic on your own"),
-])
-def test_a_medicine_named_by_its_brand_is_read_as_the_medicine(make_bot, question, names):
-    """People know their medicine by the name on the box; the sources use international names,
-    so a brand is read as its medicine: "what is Abilify" is about aripiprazole (not clozapine), and
-    "is abilify maintena given monthly" is covered."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), question)
-    assert trace.route in ("answer", "boundary") and names in trace.answer, trace.answer
 
 
 def test_offline_answer_without_a_card_is_extractive_cited_and_reminds_to_check(make_bot):
@@ -187,16 +161,6 @@ def test_unclear_question_offers_choices_and_a_number_picks_one(make_bot):
     assert picked.identification.candidates[0].title == options[1]
 
 
-def test_unrelated_question_says_what_is_covered_and_who_else_can_help(make_bot):
-    """Travel jabs, benefit forms and visas are not the care team's to answer: the reply names
-    who is (a GP or pharmacist for health, an advice service for money and legal matters)."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "what's the best recipe for banana bread with walnuts")
-    assert trace.route == "no_match"
-    assert "doesn't cover" in trace.answer and "Clozapine" in trace.answer
-    assert "GP" in trace.answer and "pharmacist" in trace.answer and "advice service" in trace.answer
-
-
 def test_sources_found_only_through_the_illness_s_name_are_not_offered_as_a_menu(make_bot):
     """A visa question shares only "schizophrenia" with the sources, which every source uses: the
     reply says what is not covered and who can help, not "did you mean: Recovery and hope"."""
@@ -208,13 +172,6 @@ def test_sources_found_only_through_the_illness_s_name_are_not_offered_as_a_menu
     for asked in (bot, make_bot()):
         trace = asked.ask(asked.new_thread(), question)
         assert trace.route == "no_match" and "advice service" in trace.answer, trace.answer
-
-
-def test_a_medicine_s_brand_name_finds_its_source(make_bot):
-    """Brand names are keywords of the medicine sources: "Trinza" is not read as "trains"."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "is invega trinza every 3 months")
-    assert trace.route == "answer" and "S10" in trace.citations, trace.answer
 
 
 def test_a_conversation_survives_a_restart(tmp_path, default_identifier, embedder):
@@ -505,24 +462,6 @@ def test_a_statement_told_with_the_situation_is_not_given_the_situation_s_card(m
     assert bot.ask(bot.new_thread(), "my husband has schizophrenia and he sleeps all day").card != told.card
 
 
-@pytest.mark.parametrize("question", [
-    "slept through my evening tablet, should i have two tomorrow morning?",  # a dose by its words
-    "didnt take my risperidone yesterday, can i just have a double one today",
-    # Misspelt, read as the screen's English speller reads it (as written: 0.22, not a request).
-    "slept thru my evening tablet, shuold i have two tomorow morning?",
-])
-def test_a_missed_dose_asked_in_the_words_of_a_dose_question_hears_not_to_take_extra(make_bot, question):
-    # The kinds are read by a model that learned them from requests alone; when a second kind is
-    # nearly as likely, the nearer of the two kinds' cards answers.
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), question)
-    assert trace.route == "boundary" and trace.card is not None, trace.answer
-    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
-    assert "missed_dose" in card.requests, card.id
-    assert re.search(r"do not take extra to catch up", trace.answer), trace.answer
-    assert re.search(r"pharmacist|care team", trace.answer), trace.answer
-
-
 def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_it_reads_as(make_bot):
     # Its words are nearest the family-risk card's phrasing ("My mum has schizophrenia, will I get
     # it?"); what it asks is about her tablets.
@@ -537,51 +476,6 @@ def test_a_request_about_ones_own_case_gets_the_card_for_the_kind_of_request_it_
     card = next(c for c in bot.services.cards.cards if c.id == trace.card)
     assert set(kinds) & set(card.requests), (kinds, card.id)
     assert re.search(r"prescriber|pharmacist|care team", trace.answer, re.IGNORECASE), trace.answer
-
-
-@pytest.mark.parametrize(("question", "kind"), [
-    ("should I stop my olanzapine?", "stop_or_reduce"),
-    ("should my son stop taking his clozapine?", "stop_or_reduce"),
-    ("my hands shake on risperidone, should I stop it?", "side_effect_decision"),
-])
-def test_a_request_to_stop_gets_the_card_for_stopping_unless_it_names_a_side_effect(make_bot, question, kind):
-    # The kind is what the request is about, not its verb: "should I stop" is asked of side
-    # effects too, and a plain request to stop a named medicine gets the card for stopping.
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), question)
-    assert trace.route == "boundary" and trace.card is not None, trace.answer
-    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
-    assert kind in card.requests, (question, card.id)
-
-
-def test_a_question_spelt_as_it_sounds_is_answered(make_bot):
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "wat is a depo injecshun")
-    assert trace.route == "answer" and "S10" in citations_in(trace.answer), trace.answer
-
-
-def test_an_answer_about_one_medicine_quotes_no_source_about_another(make_bot):
-    # The clozapine source is found for it (its own side effects), but says nothing of olanzapine.
-    bot = make_bot()
-    thread = bot.new_thread()
-    for question in ("what are the side efects of olanzapine", "does it make you sleepy?"):
-        trace = bot.ask(thread, question)
-        assert trace.route == "answer" and citations_in(trace.answer), trace.answer
-        assert "S11" not in citations_in(trace.answer), trace.answer
-
-
-@pytest.mark.parametrize(("question", "kind", "safety_fact"), [
-    ("can I take hay fever tablets with my risperidone?", "combine", r"tell the pharmacist or prescriber"),
-    ("can i take risperidone with ibuprofen?", "combine", r"tell the pharmacist or prescriber"),
-    ("what are the odds I'll get unwell again?", "risk_rating", r"stopping or missing medicine"),
-])
-def test_mixing_medicines_and_relapse_risk_have_boundary_cards_of_their_own(make_bot, question, kind, safety_fact):
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), question)
-    assert trace.route == "boundary" and trace.card is not None, trace.answer
-    card = next(c for c in bot.services.cards.cards if c.id == trace.card)
-    assert kind in card.requests, card.id
-    assert re.search(safety_fact, trace.answer, re.IGNORECASE), trace.answer
 
 
 def test_a_break_from_clozapine_hears_who_to_ask_today_when_the_clozapine_team_is_closed(make_bot):
@@ -837,33 +731,6 @@ def test_a_request_about_someone_unwell_now_keeps_its_boundary_reply_led_by_help
     assert re.search(r"\bI can(no|')t\b", rest.split(". ")[0]) and "assessment" in rest, trace.answer
 
 
-@pytest.mark.parametrize("not_a_request", [
-    "our 19 yr old stopped his meds and now he is in bed till 3pm and hardly speaks, what do we do?",
-    "voices are getting really bad tonight and i cant get hold of my CPN. who do i call",
-])
-def test_someone_elses_situation_or_a_question_of_who_to_call_is_answered_with_help_today(make_bot, not_a_request):
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), not_a_request)
-    assert trace.route == "answer", trace.answer
-    assert re.search(r"crisis team|mental health team", trace.answer.split("\n\n")[0]), trace.answer
-
-
-def test_a_teenager_asking_how_not_to_get_it_hears_what_lowers_the_chance(make_bot):
-    """The source on causes answers, not exam arrangements from the young carers' source."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "is there anything i can do so i dont get schizophrenia")
-    assert trace.route == "answer" and trace.citations[0] == "S05", trace.answer
-    lead = trace.answer.split("\n\n")[0]
-    assert re.search(r"no sure way", lead) and "cannabis" in lead and "exam" not in lead, trace.answer
-
-
-def test_a_young_carer_asking_if_it_is_their_fault_gets_the_card_that_says_it_is_not(make_bot):
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "is it my fault mum got schizophrenia")
-    assert trace.card == "A105" and trace.route == "answer", trace.answer
-    assert re.search(r"nothing you did, said or thought caused it", trace.answer), trace.answer
-
-
 @pytest.mark.parametrize("calm", ["What are the early warning signs of relapse?", "Should I stop my meds?"])
 def test_a_calm_question_or_a_request_about_ones_own_case_has_no_urgent_lead(make_bot, calm):
     bot = make_bot()
@@ -908,16 +775,6 @@ def test_a_statement_gets_the_clearly_nearest_card_written_for_one_like_it(make_
     trace = bot.ask(bot.new_thread(), message)
     assert trace.card == card.id and trace.route == "answer", trace.answer
     assert "[S20]" not in trace.answer, trace.answer
-
-
-def test_news_of_a_diagnosis_gets_where_to_start_not_how_diagnosis_is_made(make_bot):
-    """"my boyfriend just got diagnosed" asks nothing: it gets where to start after a diagnosis,
-    not the overview of the source on how diagnosis is made ("There is no single blood test…"), as
-    if it had asked that."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "my boyfriend just got diagnosed with schizophrenia")
-    assert trace.card == "A106" and "hope" in trace.answer and "[S30]" in trace.answer, trace.answer
-    assert "blood test" not in trace.answer, trace.answer
 
 
 def test_saying_something_nothing_covers_is_not_told_it_is_not_covered(make_bot):
@@ -1258,7 +1115,6 @@ def test_a_boundary_reply_adds_nothing_from_a_source_whose_topic_the_request_doe
                                       "out earlier, should i give her another one?")
     card = next(c for c in bot.services.cards.cards if c.id == trace.card)
     assert trace.route == "boundary" and set(trace.citations) == set(card.sources), trace.answer
-
 
 
 def test_a_card_is_followed_by_what_its_sources_say_of_a_keyword_the_message_names_and_it_does_not(make_bot):

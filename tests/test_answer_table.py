@@ -1,0 +1,139 @@
+"""What a message gets, as a table: each row a conversation through the whole answer graph (the
+real index, cards, screen and checkpointer, offline), and what its last answer must and must not
+be. A row pins one behaviour users met; its id says which. Conversations whose checks need more
+than a row gives (the trace's readings, two conversations compared) stay in test_graph.py.
+
+Patterns are regular expressions searched in the answer; `(?i)` makes one case-blind. The lead is
+the answer's first paragraph.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from app.core.text import citations_in
+
+pytestmark = pytest.mark.slow
+
+ANY = "any"  # a card, whichever
+
+
+@dataclass(frozen=True)
+class Expect:
+    route: str | tuple[str, ...]
+    card: str | None = None  # the card delivered (ANY: some card); None: not checked
+    kind: str = ""  # the card answers this kind of request
+    cites: tuple[str, ...] = ()  # sources the answer cites
+    cites_only: bool = False  # and none other, in this order
+    first_cited: str = ""
+    never_cites: tuple[str, ...] = ()
+    says: tuple[str, ...] = ()
+    never_says: tuple[str, ...] = ()
+    lead_says: tuple[str, ...] = ()
+    lead_never_says: tuple[str, ...] = ()
+
+
+def row(*conversation: str, id: str, **expected):
+    return pytest.param(conversation, Expect(**expected), id=id)
+
+
+NAMED_MEDICINE = ("second-generation", "the main medicines used to treat schizophrenia")
+MISSED_DOSE = ("do not take extra to catch up", "pharmacist|care team")
+OLANZAPINE_SIDE_EFFECTS = "what are the side efects of olanzapine"
+
+ROWS = [
+    # -- medicines by name --
+    # No source has a sentence of its own on each medicine: the card on antipsychotics by name says
+    # which group each is in and what they do.
+    *[row(question, id=f"what a named antipsychotic is: the card on them by name ({question})", route="answer",
+          card=ANY, cites=("S09",), cites_only=True, says=NAMED_MEDICINE)
+      for question in ("what is olanzapine", "tell me about quetiapine", "Aripiprazole?")],
+    # People know their medicine by the name on the box; the sources use international names.
+    row("what is Abilify", id="a brand is read as its medicine (Abilify)", route=("answer", "boundary"),
+        says=("aripiprazole",)),
+    row("is abilify maintena given monthly?", id="a long-acting brand is read as its medicine",
+        route=("answer", "boundary"), says=("every month",)),
+    row("can I stop my Zyprexa?", id="a request naming a brand hears the stopping card",
+        route=("answer", "boundary"), says=("Never change or stop an antipsychotic on your own",)),
+    row("is invega trinza every 3 months", id="a brand is a keyword of its source, not 'trains'", route="answer",
+        cites=("S10",)),
+    row("wat is a depo injecshun", id="a question spelt as it sounds is answered", route="answer", cites=("S10",)),
+    row(OLANZAPINE_SIDE_EFFECTS, id="an answer about one medicine quotes no source about another", route="answer",
+        never_cites=("S11",)),
+    row(OLANZAPINE_SIDE_EFFECTS, "does it make you sleepy?",
+        id="its follow-up quotes no source about another medicine either", route="answer", never_cites=("S11",)),
+    # -- requests about one's own case: the card for the kind of request --
+    row("can I take hay fever tablets with my risperidone?", id="mixing medicines has a boundary card of its own",
+        route="boundary", card=ANY, kind="combine", says=("(?i)tell the pharmacist or prescriber",)),
+    row("can i take risperidone with ibuprofen?", id="mixing with a painkiller: the same card", route="boundary",
+        card=ANY, kind="combine", says=("(?i)tell the pharmacist or prescriber",)),
+    row("what are the odds I'll get unwell again?", id="one's own relapse risk has a boundary card of its own",
+        route="boundary", card=ANY, kind="risk_rating", says=("(?i)stopping or missing medicine",)),
+    row("slept through my evening tablet, should i have two tomorrow morning?",
+        id="a missed dose in a dose question's words hears not to take extra", route="boundary", card=ANY,
+        kind="missed_dose", says=MISSED_DOSE),
+    row("didnt take my risperidone yesterday, can i just have a double one today",
+        id="a double dose after a missed one hears not to take extra", route="boundary", card=ANY,
+        kind="missed_dose", says=MISSED_DOSE),
+    row("slept thru my evening tablet, shuold i have two tomorow morning?",
+        id="misspelt, a missed dose is read as the speller reads it", route="boundary", card=ANY,
+        kind="missed_dose", says=MISSED_DOSE),
+    row("should I stop my olanzapine?", id="a request to stop a named medicine: the card for stopping",
+        route="boundary", card=ANY, kind="stop_or_reduce"),
+    row("should my son stop taking his clozapine?", id="a request to stop a relative's medicine: the same",
+        route="boundary", card=ANY, kind="stop_or_reduce"),
+    row("my hands shake on risperidone, should I stop it?", id="a request to stop over a side effect: that card",
+        route="boundary", card=ANY, kind="side_effect_decision"),
+    # -- someone unwell, and who to call --
+    row("our 19 yr old stopped his meds and now he is in bed till 3pm and hardly speaks, what do we do?",
+        id="someone else's situation is answered with help today", route="answer",
+        lead_says=("crisis team|mental health team",)),
+    row("voices are getting really bad tonight and i cant get hold of my CPN. who do i call",
+        id="a question of who to call is answered with help today", route="answer",
+        lead_says=("crisis team|mental health team",)),
+    # -- statements and questions in a family --
+    row("is there anything i can do so i dont get schizophrenia",
+        id="a teenager asking how not to get it hears what lowers the chance", route="answer", first_cited="S05",
+        lead_says=("no sure way", "cannabis"), lead_never_says=("exam",)),
+    row("is it my fault mum got schizophrenia", id="a young carer asking if it is their fault: the card that says not",
+        route="answer", card="A105", says=("nothing you did, said or thought caused it",)),
+    # It asks nothing: not the overview of how diagnosis is made ("There is no single blood test…").
+    row("my boyfriend just got diagnosed with schizophrenia",
+        id="news of a diagnosis gets where to start, not how diagnosis is made", route="answer", card="A106",
+        cites=("S30",), says=("hope",), never_says=("blood test",)),
+    # -- not covered: the reply names who can help (a GP or pharmacist, an advice service) --
+    row("what's the best recipe for banana bread with walnuts",
+        id="an unrelated question hears what is covered and who else can help", route="no_match",
+        says=("doesn't cover", "Clozapine", "GP", "pharmacist", "advice service")),
+]
+
+
+@pytest.mark.parametrize(("conversation", "expected"), ROWS)
+def test_a_conversation_gets_what_its_row_says(make_bot, conversation, expected):
+    bot = make_bot()
+    thread = bot.new_thread()
+    for message in conversation:
+        trace = bot.ask(thread, message)
+    answer, cited = trace.answer, citations_in(trace.answer)
+    lead = answer.split("\n\n")[0]
+    routes = (expected.route,) if isinstance(expected.route, str) else expected.route
+    assert trace.route in routes, (trace.route, answer)
+    if expected.card == ANY:
+        assert trace.card is not None, answer
+    elif expected.card is not None:
+        assert trace.card == expected.card, (trace.card, answer)
+    if expected.kind:
+        card = next(c for c in bot.services.cards.cards if c.id == trace.card)
+        assert expected.kind in card.requests, (card.id, card.requests)
+    assert cited or trace.route != "answer", answer  # an answer says where it comes from
+    assert set(expected.cites) <= set(cited), (cited, answer)
+    assert not expected.cites_only or cited == list(expected.cites), cited
+    assert not expected.first_cited or cited[:1] == [expected.first_cited], cited
+    assert not set(expected.never_cites) & set(cited), (cited, answer)
+    assert all(re.search(p, answer) for p in expected.says), answer
+    assert not any(re.search(p, answer) for p in expected.never_says), answer
+    assert all(re.search(p, lead) for p in expected.lead_says), lead
+    assert not any(re.search(p, lead) for p in expected.lead_never_says), lead
