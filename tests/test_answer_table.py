@@ -27,6 +27,7 @@ class Expect:
     card: str | None = None  # the card delivered (ANY: some card); None: not checked
     kind: str = ""  # the card answers this kind of request
     cites: tuple[str, ...] = ()  # sources the answer cites
+    cites_one_of: tuple[str, ...] = ()
     cites_only: bool = False  # and none other, in this order
     first_cited: str = ""
     never_cites: tuple[str, ...] = ()
@@ -34,6 +35,8 @@ class Expect:
     never_says: tuple[str, ...] = ()
     lead_says: tuple[str, ...] = ()
     lead_never_says: tuple[str, ...] = ()
+    resolved: tuple[str, ...] = ()  # words of the question as read with the conversation
+    context: str | None = None  # the conversation it was read with starts so ("": read alone)
 
 
 def row(*conversation: str, id: str, **expected):
@@ -104,6 +107,32 @@ ROWS = [
     row("my boyfriend just got diagnosed with schizophrenia",
         id="news of a diagnosis gets where to start, not how diagnosis is made", route="answer", card="A106",
         cites=("S30",), says=("hope",), never_says=("blood test",)),
+    # -- follow-ups: read with the conversation, or alone when they start a topic of their own --
+    row("what are the side effects of olanzapine and aripiprazole?", "what about the second one?",
+        id="'the second one' is the second medicine named", route="answer", resolved=("aripiprazole",)),
+    row("What is clozapine?", "is it safe with alcohol?", id="'it' is the medicine named before", route="answer",
+        resolved=("clozapine",), cites_one_of=("S20", "S11")),
+    # On its own words a question on young people: after cannabis, about cannabis for teenagers.
+    row("can smoking weed cause schizophrenia?", "and for teenagers?",
+        id="a message that opens like a continuation is read with the topic", route="answer", resolved=("weed",),
+        cites_one_of=("S05", "S20"), never_cites=("S37",), says=("young|teens",)),
+    row("What is family intervention?", "how long does it go on for",
+        id="a short follow-up that refers back is answered on the topic", route="answer", cites=("S15",)),
+    row("What is cognitive remediation?",
+        "ok and is that something you can get on the NHS or do you have to find it yourself, my brother "
+        "really struggles to concentrate since he got ill",
+        id="a long follow-up that refers back is answered on the topic", route="answer", cites=("S16",)),
+    row("my son got diagnosed with schizophrenia last month, what actually is it",
+        "is it our fault? we split up when he was 10",
+        id="the 'it' of a situation starts a topic: blame, not the 'split' in the name", route="answer",
+        context="", first_cited="S05", never_says=("(?i)split",)),
+    row("my daughter struggles to concentrate and remember things since she got ill",
+        "anything we can do at home to help her?",
+        id="a follow-up whose own words name no topic is read with the conversation", route="answer",
+        context="my daughter struggles", cites=("S04",)),
+    row("What is family intervention?", "What is cognitive remediation?", "how long does it take",
+        id="a new question ends the topic; the next follow-up is read with it", route="answer",
+        context="What is cognitive remediation?", cites=("S16",)),
     # -- not covered: the reply names who can help (a GP or pharmacist, an advice service) --
     row("what's the best recipe for banana bread with walnuts",
         id="an unrelated question hears what is covered and who else can help", route="no_match",
@@ -130,6 +159,7 @@ def test_a_conversation_gets_what_its_row_says(make_bot, conversation, expected)
         assert expected.kind in card.requests, (card.id, card.requests)
     assert cited or trace.route != "answer", answer  # an answer says where it comes from
     assert set(expected.cites) <= set(cited), (cited, answer)
+    assert not expected.cites_one_of or set(expected.cites_one_of) & set(cited), (cited, answer)
     assert not expected.cites_only or cited == list(expected.cites), cited
     assert not expected.first_cited or cited[:1] == [expected.first_cited], cited
     assert not set(expected.never_cites) & set(cited), (cited, answer)
@@ -137,3 +167,7 @@ def test_a_conversation_gets_what_its_row_says(make_bot, conversation, expected)
     assert not any(re.search(p, answer) for p in expected.never_says), answer
     assert all(re.search(p, lead) for p in expected.lead_says), lead
     assert not any(re.search(p, lead) for p in expected.lead_never_says), lead
+    assert all(words in trace.resolved_question for words in expected.resolved), trace.resolved_question
+    if expected.context is not None:
+        read_with = trace.identification.context
+        assert read_with.startswith(expected.context) and (expected.context or not read_with), read_with

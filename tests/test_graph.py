@@ -802,53 +802,6 @@ def test_a_menu_of_one_source_is_that_source_s_answer(make_bot):
     assert several.route == "clarify" and len(re.findall(r"^\d\. ", several.answer, re.MULTILINE)) >= 2
 
 
-def test_the_second_one_is_the_second_medicine_named(make_bot):
-    """"the second one" is the second medicine named, answered, not "not covered" with the list of
-    every topic."""
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "what are the side effects of olanzapine and aripiprazole?")
-    trace = bot.ask(thread, "what about the second one?")
-    assert "aripiprazole" in trace.resolved_question and trace.route == "answer", trace.answer
-    assert trace.citations, trace.answer
-
-
-def test_a_follow_up_reference_is_resolved_to_the_medicine_named_before(make_bot):
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "What is clozapine?")
-    trace = bot.ask(thread, "is it safe with alcohol?")
-    assert "clozapine" in trace.resolved_question
-    assert {"S20", "S11"} & set(trace.citations), trace.answer
-
-
-def test_a_message_that_opens_like_a_continuation_is_read_with_the_topic(make_bot):
-    """"And for teenagers?" after a question on cannabis asks about cannabis for teenagers, though
-    on its own words it reads as a question on young people (or nothing we cover)."""
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "can smoking weed cause schizophrenia?")
-    trace = bot.ask(thread, "and for teenagers?")
-    assert trace.route == "answer" and "weed" in trace.resolved_question, trace.resolved_question
-    assert {"S05", "S20"} & set(trace.citations) and "S37" not in trace.citations, trace.answer
-    assert re.search(r"young|teens", trace.answer), trace.answer
-
-
-@pytest.mark.parametrize(("first", "then", "topic"), [
-    ("What is family intervention?", "how long does it go on for", "S15"),
-    ("What is cognitive remediation?",
-     "ok and is that something you can get on the NHS or do you have to find it yourself, my brother "
-     "really struggles to concentrate since he got ill", "S16"),
-])
-def test_a_follow_up_that_refers_back_is_answered_on_the_conversations_topic_whatever_its_length(
-        make_bot, first, then, topic):
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, first)
-    trace = bot.ask(thread, then)
-    assert trace.route == "answer" and topic in trace.citations, trace.answer
-
-
 def test_a_chain_of_follow_ups_keeps_the_topic_the_conversation_started_with(make_bot):
     bot = make_bot()
     thread = bot.new_thread()
@@ -874,27 +827,6 @@ def test_a_follow_up_about_something_we_do_not_cover_is_not_covered_though_it_re
     assert abroad.route == "no_match", abroad.answer
     assert after.identification.context.startswith("how are depot injections given?"), after.identification
     assert after.route == "answer" and "S10" in after.citations, after.answer
-
-
-def test_the_it_of_a_situation_starts_a_new_topic(make_bot):
-    """"is it our fault?" after "what actually is it" is about blame, not about the "split" in
-    the illness's name."""
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "my son got diagnosed with schizophrenia last month, what actually is it")
-    trace = bot.ask(thread, "is it our fault? we split up when he was 10")
-    assert trace.identification.context == "", trace.identification
-    assert trace.citations[0] == "S05" and "split" not in trace.answer.lower(), trace.answer
-
-
-def test_a_follow_up_whose_own_words_name_no_topic_is_read_with_the_conversation(make_bot):
-    """"anything we can do at home to help her?" could follow many topics: it follows this one."""
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "my daughter struggles to concentrate and remember things since she got ill")
-    trace = bot.ask(thread, "anything we can do at home to help her?")
-    assert trace.identification.context.startswith("my daughter struggles"), trace.identification
-    assert "S04" in trace.citations, trace.answer
 
 
 def test_a_follow_up_is_matched_to_cards_on_what_it_asks_not_on_the_topic(make_bot):
@@ -943,16 +875,6 @@ def test_a_message_turning_to_another_medicine_starts_a_topic_of_its_own(make_bo
     assert "clozapine" not in follow_up.identification.context.lower(), follow_up.identification
     assert "S11" not in follow_up.citations, follow_up.answer
     assert leaning_back.identification.context, leaning_back.identification  # weight gain, of olanzapine
-
-
-def test_a_new_question_ends_the_topic_and_the_next_follow_up_is_read_with_it(make_bot):
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "What is family intervention?")
-    bot.ask(thread, "What is cognitive remediation?")
-    trace = bot.ask(thread, "how long does it take")
-    assert trace.identification.context == "What is cognitive remediation?"
-    assert "S16" in trace.citations, trace.answer
 
 
 def test_a_follow_up_of_several_parts_is_read_with_the_conversation(make_bot):
