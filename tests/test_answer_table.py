@@ -91,13 +91,29 @@ ROWS = [
     row("my hands shake on risperidone, should I stop it?", id="a request to stop over a side effect: that card",
         route="boundary", card=ANY, kind="side_effect_decision"),
     # -- someone unwell, and who to call --
+    # Relapse signs now are urgent: when to get help (the same day, not only "soon") and who out of hours.
+    *[row(signs_now, id=f"relapse signs now hear to contact the team the same day ({n})", route="boundary",
+          says=(r"\bI can(no|')t say\b", r"care team the same day, or out of hours[^[]*\[S07\]"))
+      for n, signs_now in enumerate(("I've hardly slept all week and the voices are creeping back, am I relapsing?",
+                                     "is my dad relapsing? he's up all night and says people at the shop are "
+                                     "talking about him"), 1)],
+    row("my daughter is 18 and for two weeks she's hardly slept and says the TV sends her messages. "
+        "could this be schizophrenia?", id="new psychotic symptoms getting worse hear to get help the same day",
+        route="boundary", says=("urgent appointment the same day",)),
     row("our 19 yr old stopped his meds and now he is in bed till 3pm and hardly speaks, what do we do?",
         id="someone else's situation is answered with help today", route="answer",
         lead_says=("crisis team|mental health team",)),
     row("voices are getting really bad tonight and i cant get hold of my CPN. who do i call",
         id="a question of who to call is answered with help today", route="answer",
         lead_says=("crisis team|mental health team",)),
+    row("what should you do if you forget a dose of your antipsychotic?",
+        id="a general question on missed doses: the card on them, not the one on stopping", route="answer",
+        card="A109", says=("^[^.]*forgotten or late dose", "do not take extra to catch up")),
     # -- statements and questions in a family --
+    # Not sentences chosen by likeness to what was said ("started ... 2 weeks ago" would draw the
+    # section on missed doses): what its topic is.
+    row("my brother started clozapine 2 weeks ago", id="a message that only says something hears what its topic is",
+        route="answer", says=("^Clozapine is an antipsychotic",), never_says=("before taking any more",)),
     row("is there anything i can do so i dont get schizophrenia",
         id="a teenager asking how not to get it hears what lowers the chance", route="answer", first_cited="S05",
         lead_says=("no sure way", "cannabis"), lead_never_says=("exam",)),
@@ -133,6 +149,15 @@ ROWS = [
     row("What is family intervention?", "What is cognitive remediation?", "how long does it take",
         id="a new question ends the topic; the next follow-up is read with it", route="answer",
         context="What is cognitive remediation?", cites=("S16",)),
+    row("im on aripiprazole", "side effects of it?", id="'it' completing a phrase is the medicine named before",
+        route="answer", resolved=("aripiprazole",), cites=("S12",), never_cites=("S11",)),
+    # The message names voices, but "they" are what was asked about: the negative-symptoms source answers.
+    row("what are negative symptoms?", "and do they go away once the voices stop?",
+        id="'they' after asking what something is, is that thing", route="answer",
+        resolved=("do negative symptoms go away once the voices stop?",), first_cited="S03", never_cites=("S17",),
+        says=("they can last after voices",)),
+    row("What is clozapine?", "how do I renew my passport online?",
+        id="a new question nothing covers is not pulled onto the last topic", route="no_match"),
     # -- not covered: the reply names who can help (a GP or pharmacist, an advice service) --
     row("what's the best recipe for banana bread with walnuts",
         id="an unrelated question hears what is covered and who else can help", route="no_match",

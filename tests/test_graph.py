@@ -652,20 +652,6 @@ def test_someone_unwell_after_stopping_their_own_medicine_gets_help_today_then_a
     assert set(trace.citations) <= set(trace.prompt_sources)
 
 
-@pytest.mark.parametrize("signs_now", [
-    "I've hardly slept all week and the voices are creeping back, am I relapsing?",
-    "is my dad relapsing? he's up all night and says people at the shop are talking about him",
-])
-def test_a_question_about_relapse_signs_now_hears_to_contact_the_team_the_same_day(make_bot, signs_now):
-    """Relapse signs now are urgent: the boundary reply says when to get help, the same day (not
-    only "soon"), and who to contact out of hours."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), signs_now)
-    assert trace.route == "boundary", trace.answer
-    assert re.search(r"\bI can(no|')t say\b", trace.answer), trace.answer
-    assert re.search(r"care team the same day, or out of hours[^[]*\[S07\]", trace.answer), trace.answer
-
-
 @pytest.mark.parametrize(("asked", "safety_fact"), [
     pytest.param("my partner has been off her olanzapine for five days, can she just take her full dose again "
                  "tonight?", r"do not go straight back to your usual dose on your own",
@@ -683,16 +669,6 @@ def test_a_missed_dose_request_hears_the_fact_for_its_own_situation(make_bot, as
     assert re.search(safety_fact, trace.answer) and "S13" in trace.citations, trace.answer
 
 
-def test_a_general_question_on_missed_doses_gets_the_general_card_not_the_one_on_stopping(make_bot):
-    """"what should you do if you forget a dose of your antipsychotic?" gets the card on missed
-    doses, not the one on stopping suddenly, whose one sentence on missed doses comes fifth."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "what should you do if you forget a dose of your antipsychotic?")
-    assert trace.route == "answer" and trace.card == "A109", trace.answer
-    assert "forgotten or late dose" in split_sentences(trace.answer)[0], trace.answer
-    assert "do not take extra to catch up" in trace.answer, trace.answer
-
-
 def test_a_request_about_ones_own_case_hears_its_boundary_card_again(make_bot):
     """A boundary card given for a general question ("what are the signs of relapse?") is not
     withheld as said already when the request about one's own case follows ("is she relapsing?"):
@@ -706,15 +682,6 @@ def test_a_request_about_ones_own_case_hears_its_boundary_card_again(make_bot):
                             "is he relapsing?")
     assert trace.route == "boundary" and trace.card == "A06", trace.answer
     assert "care team the same day" in trace.answer, trace.answer
-
-
-def test_new_psychotic_symptoms_getting_worse_hear_how_to_get_help_the_same_day(make_bot):
-    """A first episode growing fast is urgent (help today): "see the GP soon" is not enough."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "my daughter is 18 and for two weeks she's hardly slept and says the TV "
-                                      "sends her messages. could this be schizophrenia?")
-    assert trace.route == "boundary", trace.answer
-    assert re.search(r"urgent appointment the same day", trace.answer), trace.answer
 
 
 def test_a_request_about_someone_unwell_now_keeps_its_boundary_reply_led_by_help_today(make_bot):
@@ -889,14 +856,6 @@ def test_a_follow_up_of_several_parts_is_read_with_the_conversation(make_bot):
     assert trace.route == "answer" and "S15" in trace.citations, trace.answer
 
 
-def test_a_new_question_we_do_not_cover_is_not_pulled_onto_the_last_topic(make_bot):
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "What is clozapine?")
-    trace = bot.ask(thread, "how do I renew my passport online?")
-    assert trace.route == "no_match", trace.answer
-
-
 def test_a_follow_up_the_topic_does_not_cover_says_so_about_the_topic_and_leaves_it_as_it_was(make_bot):
     """The knowledge base does not say whether NMS lasts: "not covered", about what we have on
     side effects (not the list of every topic), and the next follow-up is read with NMS, not with
@@ -911,26 +870,6 @@ def test_a_follow_up_the_topic_does_not_cover_says_so_about_the_topic_and_leaves
     after = bot.ask(thread, "does it go away?")
     assert "permanent" not in after.identification.context, after.identification.context
     assert after.route == "answer" and "S12" in after.citations, after.answer
-
-
-def test_a_message_that_only_says_something_hears_what_its_topic_is(make_bot):
-    """Not sentences chosen by likeness to what was said: "started … 2 weeks ago" would draw
-    "Contact your clozapine team before taking any more", from the section on missed doses."""
-    bot = make_bot()
-    trace = bot.ask(bot.new_thread(), "my brother started clozapine 2 weeks ago")
-    assert trace.route == "answer" and trace.answer.startswith("Clozapine is an antipsychotic"), trace.answer
-    assert "before taking any more" not in trace.answer
-
-
-def test_it_completing_a_phrase_is_the_medicine_named_before(make_bot):
-    """"side effects of it?" after "im on aripiprazole": nothing before "it" is what it stands for,
-    so the clozapine source's side effects are not added."""
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "im on aripiprazole")
-    trace = bot.ask(thread, "side effects of it?")
-    assert "aripiprazole" in trace.resolved_question, trace.resolved_question
-    assert "S12" in trace.citations and "S11" not in trace.citations, trace.answer
 
 
 def test_the_list_of_topics_comes_once_per_conversation(make_bot):
@@ -1054,15 +993,3 @@ def test_a_card_is_followed_by_what_its_sources_say_of_a_keyword_the_message_nam
     plain = bot.ask(bot.new_thread(), "does cannabis make schizophrenia worse?")
     assert plain.card == trace.card and "CBD" not in plain.answer
     assert sorted(split_sentences(plain.answer.removesuffix(reminder))) == sorted(split_sentences(card.body))
-
-
-def test_they_after_asking_what_something_is_is_that_thing(make_bot):
-    """"they" after "what are negative symptoms?" are negative symptoms, though the message names
-    voices: the answer comes from the negative-symptoms source, not the voices source."""
-    bot = make_bot()
-    thread = bot.new_thread()
-    bot.ask(thread, "what are negative symptoms?")
-    trace = bot.ask(thread, "and do they go away once the voices stop?")
-    assert trace.resolved_question.endswith("and do negative symptoms go away once the voices stop?")
-    assert trace.citations[0] == "S03" and "S17" not in trace.citations, trace.answer
-    assert re.search(r"they can last after voices", trace.answer), trace.answer
