@@ -18,13 +18,13 @@ from app.core.text import citations_in
 
 pytestmark = pytest.mark.slow
 
-ANY = "any"  # a card, whichever
+ANY, NONE = "any", "none"  # a card, whichever; no card
 
 
 @dataclass(frozen=True)
 class Expect:
     route: str | tuple[str, ...]
-    card: str | None = None  # the card delivered (ANY: some card); None: not checked
+    card: str | None = None  # the card delivered (ANY: some card, NONE: none); None: not checked
     kind: str = ""  # the card answers this kind of request
     cites: tuple[str, ...] = ()  # sources the answer cites
     cites_one_of: tuple[str, ...] = ()
@@ -119,6 +119,14 @@ ROWS = [
         lead_says=("no sure way", "cannabis"), lead_never_says=("exam",)),
     row("is it my fault mum got schizophrenia", id="a young carer asking if it is their fault: the card that says not",
         route="answer", card="A105", says=("nothing you did, said or thought caused it",)),
+    # Near the card for "My mum has schizophrenia, will I get it?" but asking nothing: its topic,
+    # not that card's boundary reply; the question it leads to, read with it, is that card.
+    row("my mum was just diagnosed with schizophrenia, im 15",
+        id="a statement near a card's question gets its topic, not the card", route="answer", card=NONE,
+        never_says=("risk",)),
+    row("my mum was just diagnosed with schizophrenia, im 15", "will i get it to?",
+        id="the question a statement leads to gets the card", route="boundary", card="A10",
+        says=("1 in 10", r"\[S05\]")),
     # It asks nothing: not the overview of how diagnosis is made ("There is no single blood test…").
     row("my boyfriend just got diagnosed with schizophrenia",
         id="news of a diagnosis gets where to start, not how diagnosis is made", route="answer", card="A106",
@@ -156,6 +164,12 @@ ROWS = [
         id="'they' after asking what something is, is that thing", route="answer",
         resolved=("do negative symptoms go away once the voices stop?",), first_cited="S03", never_cites=("S17",),
         says=("they can last after voices",)),
+    # "it" is the depot, but the cost abroad is what is asked: not covered, and the topic stays.
+    row("how are depot injections given?", "how much does it cost in America?",
+        id="a follow-up about something not covered is not covered though it refers back", route="no_match"),
+    row("how are depot injections given?", "how much does it cost in America?", "does it hurt?",
+        id="after it, the next follow-up is read with the topic", route="answer",
+        context="how are depot injections given?", cites=("S10",)),
     row("What is clozapine?", "how do I renew my passport online?",
         id="a new question nothing covers is not pulled onto the last topic", route="no_match"),
     # -- not covered: the reply names who can help (a GP or pharmacist, an advice service) --
@@ -177,6 +191,8 @@ def test_a_conversation_gets_what_its_row_says(make_bot, conversation, expected)
     assert trace.route in routes, (trace.route, answer)
     if expected.card == ANY:
         assert trace.card is not None, answer
+    elif expected.card == NONE:
+        assert trace.card is None, (trace.card, answer)
     elif expected.card is not None:
         assert trace.card == expected.card, (trace.card, answer)
     if expected.kind:
