@@ -1,7 +1,7 @@
 """Where a turn goes, as tables: the turn's readings in, the decision out (`app.graph.routing`).
 
 Each row names the case it stands for; rows quoting a message are the decision behind an end to
-end case in test_graph.py, which also pins what the screen and retrieval read of it.
+end case in test_graph.py or test_answer_table.py, which run the whole answer graph.
 """
 
 from __future__ import annotations
