@@ -41,6 +41,19 @@ def test_no_training_message_nearly_repeats_a_holdout_or_evaluation_message(embe
     assert float(closest.max()) < 0.9, (trained[worst[0]], [*measured, *evaluation_messages][worst[1]])
 
 
+@pytest.mark.slow
+def test_the_requests_holdout_nearly_repeats_no_training_message(embedder):
+    """The holdout of messages asked as requests was kept apart from everything a screen model
+    learns from (the screen, the conversations, the request kinds), as its README says."""
+    screen = REPO / "scenarios" / "screen"
+    trained = [m["user"] for folder in ("train", "in_context/train", "kinds")
+               for m in _lines(*sorted((screen / folder).glob("*.jsonl")))]
+    held = [m["user"] for m in _lines(screen / "holdout" / "asked-as-requests.jsonl")]
+    closest = embedder.encode(held) @ embedder.encode(trained).T
+    worst = np.unravel_index(int(closest.argmax()), closest.shape)
+    assert float(closest.max()) < 0.9, (held[worst[0]], trained[worst[1]])
+
+
 def test_the_context_model_card_keeps_the_recall_target_on_held_out_readings():
     from screening.context_model import NAME, SETTINGS
 
