@@ -3,10 +3,10 @@
 scikit-learn's own calls, whose per-call checks cost more than the arithmetic on one message; and
 the class probabilities summed by route. The request-kind model reads the same features.
 
-The fitted vectorisers and classifiers are kept as plain data (`NgramCounter`, `NgramFeatures`, and
-`app.core.learning.logistic.Linear`), so reading a message needs numpy and scipy's sparse matrices but not scikit-learn, whose
-import took a second of every start; scikit-learn fits them (screen_training.py) and `plain` turns
-what it fitted into these.
+The fitted vectorisers and classifiers are kept as plain data (`NgramCounter`, `NgramFeatures`
+and `app.core.learning.logistic.Linear`), so reading a message needs numpy and scipy's sparse
+matrices but not scikit-learn, whose import took a second of every start; scikit-learn fits them
+(screen_training.py) and `plain` turns what it fitted into these.
 """
 
 from __future__ import annotations

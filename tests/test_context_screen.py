@@ -20,6 +20,13 @@ def _lines(*files: Path) -> list[dict]:
     return [json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _closest_pair(embedder, texts: list[str], others: list[str]) -> tuple[float, str, str]:
+    """The highest cosine between a text of `texts` and one of `others`, and the two texts."""
+    similarity = embedder.encode(texts) @ embedder.encode(others).T
+    row, column = np.unravel_index(int(similarity.argmax()), similarity.shape)
+    return float(similarity[row, column]), texts[row], others[column]
+
+
 def test_every_training_conversation_is_a_conversation_with_a_label():
     from screening import context_model
 
@@ -36,9 +43,8 @@ def test_no_training_message_nearly_repeats_a_holdout_or_evaluation_message(embe
                                          REPO / "scenarios" / "screen" / "train" / "means-questions.jsonl")]
     measured = [m["user"] for m in _lines(*sorted((IN_CONTEXT / "holdout").glob("*.jsonl")),
                                           *sorted((REPO / "scenarios" / "screen" / "holdout").glob("*.jsonl")))]
-    closest = embedder.encode(trained) @ embedder.encode([*measured, *evaluation_messages]).T
-    worst = np.unravel_index(int(closest.argmax()), closest.shape)
-    assert float(closest.max()) < 0.9, (trained[worst[0]], [*measured, *evaluation_messages][worst[1]])
+    similarity, trained_text, measuring_text = _closest_pair(embedder, trained, [*measured, *evaluation_messages])
+    assert similarity < 0.9, (trained_text, measuring_text)
 
 
 @pytest.mark.slow
@@ -49,9 +55,8 @@ def test_the_requests_holdout_nearly_repeats_no_training_message(embedder):
     trained = [m["user"] for folder in ("train", "in_context/train", "kinds")
                for m in _lines(*sorted((screen / folder).glob("*.jsonl")))]
     held = [m["user"] for m in _lines(screen / "holdout" / "asked-as-requests.jsonl")]
-    closest = embedder.encode(held) @ embedder.encode(trained).T
-    worst = np.unravel_index(int(closest.argmax()), closest.shape)
-    assert float(closest.max()) < 0.9, (held[worst[0]], trained[worst[1]])
+    similarity, held_text, trained_text = _closest_pair(embedder, held, trained)
+    assert similarity < 0.9, (held_text, trained_text)
 
 
 def test_the_context_model_card_keeps_the_recall_target_on_held_out_readings():
