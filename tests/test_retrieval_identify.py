@@ -190,7 +190,7 @@ def test_middling_match_offers_candidates(identifier, settings):
 def test_one_word_that_says_what_is_wanted_is_answered(identifier):
     """"What is clozapine?" asks for a definition. "Clozapine" alone is too little to be sure
     which source's side of it is wanted, but here one source is all it could be: a menu of one
-    would offer no choice (with several, see test_graph's `test_a_menu_of_one_source…`)."""
+    would offer no choice (with several, see the menu rows of test_answer_table.py)."""
     found = identifier.identify("what is clozapine?")
     assert found.outcome == "clear" and ids(found)[0] == "A02"
     alone = identifier.identify("clozapine")
