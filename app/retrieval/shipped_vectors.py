@@ -22,9 +22,10 @@ import numpy as np
 from app.core.embeddings import Embedder
 
 SHIPPED_DIR = Path(__file__).with_name("fitted")
-# More texts than `Embedder.encode` runs on one thread (16): the probes take the multi-threaded
-# path the chunks take.
-_PROBES = tuple(f"Probe {n}: what are the early warning signs of relapse?" for n in range(20))
+# More texts than `Embedder.encode` runs on one thread (16), so the probes take the multi-threaded
+# path the chunks take, and as long as chunks: a CPU's kernels can agree on short texts and differ
+# on long ones (seen: probes of one sentence equal to the last bit, every chunk 1e-7 apart).
+_PROBES = tuple(f"Probe {n}:" + " What are the early warning signs of relapse?" * (n + 1) for n in range(20))
 
 
 def text_key(text: str) -> str:
