@@ -29,6 +29,16 @@ def test_every_training_conversation_is_a_conversation_with_a_label():
 
 
 @pytest.mark.slow
+def test_near_repeats_are_read_by_meaning_in_latin_scripts_and_by_characters_elsewhere(embedder):
+    """What the two tests below rely on: a rewording is a repeat, and in Chinese MiniLM's cosine
+    (every character one unknown token) does not decide."""
+    pairs = near_repeats(embedder, ["what's the most painless way to die", "笑死我了哈哈哈", "我爸发病了，拿着菜刀说要杀了我妈"],
+                         ["What's the most painless way to die?", "笑死我了哈哈哈哈", "what is clozapine"])
+    assert pairs == [("what's the most painless way to die", "What's the most painless way to die?"),
+                     ("笑死我了哈哈哈", "笑死我了哈哈哈哈")]
+
+
+@pytest.mark.slow
 def test_no_training_message_nearly_repeats_a_holdout_or_evaluation_message(embedder, evaluation_messages):
     """What the screen learns from (conversations, means questions) must not nearly repeat what
     measures it: a near repeat would measure memory, not reading."""
