@@ -3,9 +3,9 @@ the repository, loaded at run time, never trained there. Training is seeded, so 
 checkout rebuilds the same models and figures.
 
 Each artefact is two files in the repository's artefacts/ folder: `NAME.joblib` (the fitted
-model) and `NAME.card.json` (its model card: what it was trained on, how it did on a dev split it never saw,
-its thresholds, when, and the model file's sha256). Loading verifies the checksum, so a damaged
-or replaced file is never used. A data file edited after training makes the artefact stale: with
+model) and `NAME.card.json` (its model card: what it was trained on, how it did on a dev split
+it never saw, its thresholds, when, and the model file's sha256). Loading verifies the checksum,
+so a damaged or replaced file is never used. A data file edited after training makes the artefact stale: with
 the training data at hand (a source checkout), start-up compares its hash with the card's and
 stops with the command that fixes it, so a safety model never changes silently, or silently not.
 """
