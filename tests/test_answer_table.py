@@ -94,6 +94,13 @@ ROWS = [
         route="boundary", card=ANY, kind="stop_or_reduce"),
     row("my hands shake on risperidone, should I stop it?", id="a request to stop over a side effect: that card",
         route="boundary", card=ANY, kind="side_effect_decision"),
+    # A request about a medicine named earlier speaks of it by reference: the card for its kind,
+    # not a reply composed from whatever the reason names, nor the card on what the medicine is.
+    row("could you explain what clozapine is?", "can I just stop taking it? the blood tests are such a pain",
+        id="a request to stop the medicine named before: the card for stopping", route="boundary", card=ANY,
+        kind="stop_or_reduce", says=("Never change or stop an antipsychotic on your own",)),
+    row("what is olanzapine?", "should i take more of it", id="a dose request about the medicine named before: "
+        "the dose card", route="boundary", card=ANY, kind="dose"),
     # -- someone unwell, and who to call --
     # Relapse signs now are urgent: when to get help (the same day, not only "soon") and who out of hours.
     *[row(signs_now, id=f"relapse signs now hear to contact the team the same day ({n})", route="boundary",

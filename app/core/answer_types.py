@@ -19,7 +19,9 @@ _WANTS: list[tuple[AnswerType, re.Pattern[str]]] = [
     ("duration", re.compile(r"\bhow long\b|\b(?:forever|for life|permanent(?:ly)?|ever (?:stop|end|go away))\b",
                             re.IGNORECASE)),
     ("reason", re.compile(r"^\W*(?:and |so |but )?why\b|\bwhat(?:'s| is) the (?:point|reason)\b", re.IGNORECASE)),
-    ("definition", re.compile(r"^\W*(?:and |so |ok |but )?(?:what(?:'s| is| are)|whats|wat is)\b(?! (?:the )?"
+    # "what is …?", "what sort of drug is …?"; not "what is the best …?"
+    ("definition", re.compile(r"^\W*(?:and |so |ok |but )?(?:what(?:'s| is| are)|whats|wat is"
+                              r"|what (?:sort|kind|type) of \w+ (?:is|are))\b(?! (?:the )?"
                               r"(?:best|point|reason|chance|risk|difference|next|signs?|treatment)\b)"
                               r"|\bwhat does (?:\w+ ){1,4}mean\b|\bmeaning of\b", re.IGNORECASE)),
 ]

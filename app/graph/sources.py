@@ -26,8 +26,8 @@ from app.graph.services import Services
 from app.graph.state import ChatState
 from app.kb.cards import AnswerCard
 from app.retrieval.condense import condense
+from app.retrieval.references import named_medicines, refers_back, with_subject
 from app.retrieval.references import resolve as resolve_references
-from app.retrieval.references import with_subject
 from app.screen import adds_no_topic
 from screening.crisis import answerable_emergency
 
@@ -114,14 +114,17 @@ class SourceReader:
                 topic = [text]
             else:
                 topic = [topic[0], text]
-            readings = self._readings(state, text, identification, last_sources, own)
+            # "can I just stop taking it?" after clozapine speaks of a medicine, by reference.
+            medicine = mentions_medicine(text) or (refers_back(text) and bool(named_medicines(read_topic)))
+            readings = self._readings(state, text, identification, last_sources, own, medicine)
         return Reading(identification=identification, readings=readings, topic=topic, question=asked_now,
                        text=text, calls=calls)
 
     def _readings(self, state: ChatState, text: str, identification: Identification, last_sources: list[str],
-                  own: bool) -> Readings:
+                  own: bool, medicine: bool) -> Readings:
         """What `decide` reads of a message retrieval read (`text`, as it read it): the cards it
-        matches, and whose case, what is asked, how urgent, what was said already."""
+        matches, and whose case, what is asked, how urgent, what was said already. `medicine`:
+        it speaks of a medicine, by name, in words or by reference to the conversation's."""
         screen, cards, settings = state["screen"], self.services.cards, self.services.settings.retrieval
         # Retrieval's sources vouch for a card only for a message read on its own words:
         # "can it be permanent?" after NMS is not about the tardive dyskinesia card's "it".
@@ -136,7 +139,7 @@ class SourceReader:
         # card's question, not the one on what schizophrenia is); texting forms stay as typed.
         match = cards.match(self.services.identifier.correct_english(text), settings,
                             own_case=own, requests=screen.boundary_kinds, found=found,
-                            topics=named, subjects=subjects,
+                            topics=named, subjects=subjects, medicine=medicine,
                             continued=last_sources if identification.context else [])
         # Sought only when the message's own words match no card (see `decide`).
         in_context = cards.match(f"{identification.context} {text}", settings, own_case=own,

@@ -73,15 +73,19 @@ class CardMatcher:
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
               requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = (),
-              subjects: Collection[str] | None = None, continued: Collection[str] = ()) -> CardMatch | None:
+              subjects: Collection[str] | None = None, continued: Collection[str] = (),
+              medicine: bool | None = None) -> CardMatch | None:
         """The card for what the message asks, read without the clauses that only state the
         situation (`situation_told`) when that finds a card confidently: the situation's words
         sway a whole message's embedding towards the cards about that situation ("my son has
         schizophrenia and won't take his meds" is near "my son has just been diagnosed with
         schizophrenia"). Else the card for the whole message (see `_match`), unless it is the card
-        the situation alone would get."""
+        the situation alone would get. `medicine`: whether the message speaks of a medicine
+        (default: whether it names one or says "tablets", "meds"; "can I just stop taking it?"
+        after clozapine does, by reference)."""
         options = dict(own_case=own_case, requests=requests, found=found, topics=topics, subjects=subjects,
-                       continued=continued)
+                       continued=continued,
+                       medicine=mentions_medicine(question) if medicine is None else medicine)
         situation, asked = situation_told(question, self.condition_words)
         if not situation:
             return self._match(question, settings, **options)
@@ -95,7 +99,8 @@ class CardMatcher:
 
     def _match(self, question: str, settings: Retrieval, *, own_case: bool = False,
                requests: Sequence[str] = (), found: Sequence[str] = (), topics: Collection[str] = (),
-               subjects: Collection[str] | None = None, continued: Collection[str] = ()) -> CardMatch | None:
+               subjects: Collection[str] | None = None, continued: Collection[str] = (),
+               medicine: bool = False) -> CardMatch | None:
         """The closest card if it is close enough and clearly closer than any other card. For a
         request about the person's own case (`own_case`; `requests`: the screen's reading of its
         kind, and any kind nearly as likely), the boundary card for that kind of request (see
@@ -104,10 +109,15 @@ class CardMatcher:
         drawing on the best needs less closeness (`card_agreed_threshold`); `topics`: the sources
         whose keywords the question says; `subjects`: those it names in words other than a
         medicine's name (default: `topics`); `continued`: the sources of the answer a message read
-        with the conversation continues (see `_requested`)."""
+        with the conversation continues (see `_requested`); `medicine`: the message speaks of a
+        medicine (see `match`)."""
         similarities = self._similarities(question)
         if similarities is None:
             return None
+        if own_case and wanted(question) != "definition":
+            # A request asks what to do, not what something is: "should i take more of olanzapine"
+            # is near "what sort of drug is olanzapine" for the name alone.
+            similarities = np.where(self._defining, -1.0, similarities)
         general = self._closest(similarities, settings)
         if found and (general is None or not general.confident):
             general = self._agreed(similarities, settings, found[0]) or general
@@ -116,7 +126,7 @@ class CardMatcher:
             # Named in its own words and found by retrieval too: "tablet" names the medicines source.
             named = (set(topics) if subjects is None else set(subjects) & set(topics)) & set(found)
             boundary = (self._requested(question, similarities, requests, settings, topics,
-                                        [named, {*found, *continued}])
+                                        [named, {*found, *continued}], medicine)
                         or self._closest(similarities, settings, boundary_only=True))
         # A much closer general card answers, its topic framed as a boundary reply, when it is
         # close enough to deliver, or the message names its topic in so many words (`topics`) and
@@ -186,7 +196,7 @@ class CardMatcher:
 
     def _requested(self, question: str, similarities: np.ndarray, requests: Sequence[str],
                    settings: Retrieval, topics: Collection[str] = (),
-                   vouching: Sequence[Collection[str]] = ()) -> CardMatch | None:
+                   vouching: Sequence[Collection[str]] = (), medicine: bool = False) -> CardMatch | None:
         """The closest of the boundary cards that answer these kinds of request (the likeliest kind,
         and any kind nearly as likely: the card's phrasings then decide). The screen's reading
         of the request, learned from hundreds of them, says what is asked better than the nearest
@@ -222,7 +232,7 @@ class CardMatcher:
                 best = agreeing
             break
         nearest = self._nearest_boundary(similarities)
-        if topics and not mentions_medicine(question) and not set(self._owners[best].sources) & set(topics):
+        if topics and not medicine and not set(self._owners[best].sources) & set(topics):
             if nearest is None or not set(self._owners[nearest].sources) & set(topics):
                 return None  # "will the DVLA take my licence?" is about driving, whatever "will … me" reads as
             best = nearest
