@@ -23,7 +23,7 @@ from app.input import clean_message
 from judges.crisis_screen import needs_second_look, second_look
 from judges.local.resources import Resources
 from judges.request_screen import needs_request_look, request_look
-from screening.crisis import Assessment, assess
+from screening.crisis import Assessment, as_question, assess
 
 SMALL_TALK_FROM = 0.5  # the learned layer's small-talk probability from which a message is small talk
 FOLLOW_UP_MAX_WORDS = 8
@@ -74,19 +74,20 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     found = assess(cleaned.text, resources)
     crisis = found.crisis
     screen.crisis_score, screen.crisis_layer, screen.crisis_evidence = found.score, found.layer, found.evidence
-    screen.small_talk_score, screen.personal_advice = found.small_talk, found.personal_advice
-    screen.small_talk_kind, screen.boundary_kinds = found.small_talk_kind, found.boundary_kinds
     screen.crisis_kind, screen.language = found.crisis_kind, found.language
-    screen.urgent = found.urgent
     screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
-    by_context = _context_then_request(found, cleaned.text, earlier, resources) \
-        or _continues_a_request(found, earlier, resources)
-    if by_context:
-        screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
     # Read with the user's last few messages: danger only visible with what came before, and,
-    # after a crisis, whether this message still carries it.
-    context = None if crisis or resources.context_model is None \
+    # after a crisis, whether this message still carries it. A crisis only the learned layer saw,
+    # unsure, is read so too: "how often would someone need to have it done?" after a depot was
+    # mentioned is a question about the depot.
+    second_reading = screen.crisis_unsure and not after_crisis
+    context = None if (crisis and not second_reading) or resources.context_model is None \
         else resources.context_model.read(list(earlier), cleaned.text)
+    if second_reading and context is not None and not context.is_crisis:
+        crisis, screen.crisis_cleared = False, True
+        screen.crisis_layer = f"model (cleared by the conversation: {context.probability:.2f} read with it)"
+        found = as_question(cleaned.text, resources)
+    by_context = _read_request(screen, found, cleaned.text, earlier, resources)
     # A crisis only the learned layer saw, unsure, is weak evidence that danger goes on: a question
     # of its own after it is answered ("I just found out I'm pregnant" must not also cost the
     # answer to "should I stop my clozapine?").
@@ -107,13 +108,15 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
             crisis = True
             screen.crisis_layer, screen.crisis_evidence = "llm", [reason or "the crisis screener's judgement"]
         elif not llm_crisis and crisis:  # only an unsure learned flag reaches here
-            crisis = False
+            crisis, screen.crisis_cleared = False, True
             screen.crisis_layer = f"model (cleared by the screener: {reason})"
+            found = as_question(cleaned.text, resources)
+            by_context = _read_request(screen, found, cleaned.text, earlier, resources)
     if not crisis and in_context and context is not None and not after_crisis:  # after one: "conversation" below
         # Danger only visible with what came before ("my voices are back", then "they want me to
         # take all of them and I think they're right"): the screener's look at the message alone
         # cannot clear it.
-        crisis = True
+        crisis, screen.crisis_cleared = True, False
         screen.crisis_layer, screen.crisis_evidence = "context", list(context.evidence)
         screen.crisis_score, screen.crisis_kind = context.probability, context.crisis_kind
     if after_crisis and not crisis:
@@ -138,6 +141,19 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
         else:
             screen.personal_advice = own_case
     return result
+
+
+def _read_request(screen: InputScreen, found: Assessment, text: str, earlier: Sequence[str],
+                  resources: Resources) -> bool:
+    """What the message asks as the screen reads it: small talk, whose case, how urgent. True when
+    it is a request only read with the messages before it."""
+    screen.small_talk_score, screen.personal_advice = found.small_talk, found.personal_advice
+    screen.small_talk_kind, screen.boundary_kinds = found.small_talk_kind, found.boundary_kinds
+    screen.urgent = found.urgent
+    by_context = _context_then_request(found, text, earlier, resources) or _continues_a_request(found, earlier, resources)
+    if by_context:
+        screen.personal_advice = True  # "I'm on clozapine" / "is it ok to switch to vaping?"
+    return by_context
 
 
 def _context_then_request(found: Assessment, text: str, earlier: Sequence[str], resources: Resources) -> bool:

@@ -23,6 +23,9 @@ class DraftContext(Record):
     # The crisis evidence the input screen found in the recent turns, read as it read them (with
     # the messages before); None when not known, and the crisis check reads `history` again.
     crisis_before: list[str] | None = None
+    # The input screen cleared the learned layer's unsure crisis reading of the user message (read
+    # with the conversation, or by the screener): the crisis check does not raise it again.
+    crisis_cleared: bool = False
 
     def source(self, source_id: str) -> SourceText | None:
         return next((s for s in self.sources if s.id == source_id), None)

@@ -108,6 +108,17 @@ def _assess(text: str, res: Screens) -> Assessment:
                           split_sentences(text) or [text], small_talk=reading.small_talk,
                           crisis_kind=reading.crisis_kind, threshold=reading.threshold,
                           clearable=reading.crisis < reading.confident, english=english, language=language)
+    return _question(reading, kinds, english, language)
+
+
+def as_question(text: str, res: Screens) -> Assessment:
+    """An English message the learned layer read as a crisis, unsure, read as the question it also
+    is (what it asks, whose case, how urgent): for a screen that cleared the crisis, reading it
+    with the conversation or by the screener's second look."""
+    return res.remember("crisis.as_question", text, lambda: _question(*_read_english(text, res), True, ""))
+
+
+def _question(reading: Reading, kinds: list[str], english: bool, language: str) -> Assessment:
     personal = reading.personal >= reading.personal_threshold
     return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english, language=language,
                       small_talk_kind=reading.small_talk_kind, boundary_kinds=kinds,

@@ -148,6 +148,8 @@ class InputScreen(Record):
     crisis_kind: str = ""  # the learned layer's likeliest kind of crisis ("medical_emergency", …)
     crisis_goes_on: bool = False  # read as a crisis by the learned layer alone right after one
     crisis_unsure: bool = False  # only the learned layer saw a crisis, below its confident line
+    # that unsure crisis, cleared: read with the conversation, or by the screener's second look
+    crisis_cleared: bool = False
     urgent: bool = False  # someone is unwell now: the answer leads with how to get help today
     follow_up: bool = False  # leans on the conversation so far ("tell me more", "why?")
     language: str = ""  # the other language the message is written in ("de", "hi", …); "" for English

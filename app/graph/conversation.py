@@ -110,4 +110,5 @@ def draft_context(state: ChatState, services: Services) -> DraftContext:
     crises = recent_crises(state, services, before=state["turn"])
     return DraftContext(user=state["screen"].text, draft=state["draft"], sources=sources,
                         history=conversation_turns(state.get("messages", [])),
-                        crisis_before=[s for mark in crises for s in mark.evidence])
+                        crisis_before=[s for mark in crises for s in mark.evidence],
+                        crisis_cleared=state["screen"].crisis_cleared)

@@ -14,17 +14,19 @@ from screening.crisis import Screens, answerable_emergency, assess, crisis_earli
 CHECK = "crisis"
 
 
-def detect_crisis(text: str, res: Screens) -> Finding:
-    """The screen's crisis reading of a user message, as the judge's finding."""
+def detect_crisis(text: str, res: Screens, *, cleared: bool = False) -> Finding:
+    """The screen's crisis reading of a user message, as the judge's finding; `cleared`: the input
+    screen cleared the learned layer's unsure reading of it (`DraftContext.crisis_cleared`)."""
     found = assess(text, res)
-    return Finding(check=CHECK, flagged=found.crisis, score=found.score, sentences=found.evidence,
-                   detail=f"crisis ({found.layer})" if found.crisis else "",
-                   suggested_verdict="reject" if found.crisis else "pass")
+    flagged = found.crisis and not (cleared and found.layer == "model")
+    return Finding(check=CHECK, flagged=flagged, score=found.score, sentences=found.evidence if flagged else [],
+                   detail=f"crisis ({found.layer})" if flagged else "",
+                   suggested_verdict="reject" if flagged else "pass")
 
 
 def check(ctx: DraftContext, res: Screens) -> Finding:
     """The crisis judge's local check: the user message, earlier user turns, and the draft."""
-    user = detect_crisis(ctx.user, res)
+    user = detect_crisis(ctx.user, res, cleared=ctx.crisis_cleared)
     if ctx.draft is None or (user.flagged and not answerable_emergency(ctx.user, res)):
         return user
     # A medical emergency the graph answers (how to get medical help first) is judged like a
