@@ -100,8 +100,10 @@ results: $(VENV)/.installed-runtime artefacts
 	$(BIN)/cafbot eval answers scenarios/answers/dev-mid-conversation.jsonl --json docs/results/answers_dev_mid_conversation.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev-own-case-vs-general.jsonl --json docs/results/answers_dev_own_case_vs_general.json
 	$(BIN)/cafbot eval answers scenarios/answers/dev-own-case-requests.jsonl --json docs/results/answers_dev_own_case_requests.json
+	$(BIN)/cafbot eval answers scenarios/answers/dev-requests-in-conversation.jsonl --json docs/results/answers_dev_requests_in_conversation.json
 	$(BIN)/cafbot eval answers scenarios/answers/holdout-mixed-questions.jsonl --json docs/results/answers_holdout_mixed_questions.json
 	$(BIN)/cafbot eval answers scenarios/answers/holdout-mixed-questions-from-sources.jsonl --json docs/results/answers_holdout_mixed_questions_from_sources.json
+	$(BIN)/cafbot eval answers scenarios/answers/holdout-requests-in-conversation.jsonl --json docs/results/answers_holdout_requests_in_conversation.json
 	$(BIN)/cafbot eval report
 
 # The README's screenshots, taken by the browser test (needs Debian's chromium).

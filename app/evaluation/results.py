@@ -47,8 +47,9 @@ EVALUATIONS = (
     *(Evaluation(f"answers_{stem.replace('-', '_')}", f"Answers, {stem}", "answers",
                  f"cafbot eval answers scenarios/answers/{stem}.jsonl", "holdout" if "holdout" in stem else "dev")
       for stem in ("dev-mixed-questions", "dev-mixed-questions-detailed", "dev-mid-conversation",
-                   "dev-own-case-vs-general", "dev-own-case-requests", "holdout-mixed-questions",
-                   "holdout-mixed-questions-from-sources")),
+                   "dev-own-case-vs-general", "dev-own-case-requests", "dev-requests-in-conversation",
+                   "holdout-mixed-questions", "holdout-mixed-questions-from-sources",
+                   "holdout-requests-in-conversation")),
 )
 
 
