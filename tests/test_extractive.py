@@ -401,6 +401,17 @@ def test_a_sentence_naming_the_medicine_asked_about_is_about_it(embedder, knowle
 
 
 @pytest.mark.slow
+def test_a_sentence_on_the_class_of_the_medicine_meant_is_about_it(embedder, knowledge_base):
+    """"is it safe to drink on it?" after clozapine: what the drink source says of antipsychotics
+    leads, as it is true of clozapine; asked of nothing in particular, it need not."""
+    question, drugs = ["is it safe to drink on it?"], SourceText.of(knowledge_base.get("S20"))
+    lead = "Drinking while taking antipsychotic medicine"
+    meant = compose_extractive_answer(question, [drugs], embedder.encode, meant_medicines=frozenset({"clozapine"}))
+    assert meant.startswith(lead), meant
+    assert not compose_extractive_answer(question, [drugs], embedder.encode).startswith(lead)
+
+
+@pytest.mark.slow
 def test_what_leans_on_the_lead_follows_it_though_an_earlier_sentence_is_quoted_too(embedder, knowledge_base):
     """The lead comes first and the rest of its source in its own order: a sentence before the
     lead never comes between it and the sentence leaning on it, whose "It" would then read as

@@ -177,6 +177,14 @@ _MEDICINE_WORD = re.compile(r"\b(?:antipsychotics?|meds?|medicines?|medications?
                             r"jabs?|depots?|doses?|dosage)\b", re.IGNORECASE)
 
 
+def says_class_of(text: str, medicines: frozenset[str]) -> bool:
+    """Whether `text` speaks of the class of any of these medicines ("antipsychotic medicine" of
+    clozapine): what it says of the class is true of each of them."""
+    listed = vocabulary().data.medicines
+    classes = {listed[m].medicine_class for m in medicines if m in listed and listed[m].medicine_class}
+    return any(re.search(rf"\b{re.escape(c)}s?\b", text, re.IGNORECASE) for c in classes)
+
+
 def mentions_medicine(text: str) -> bool:
     """Whether `text` names a medicine or speaks of one ("his new tablets", "my first injection")."""
     return names_a_medicine(text) or bool(_MEDICINE_WORD.search(text))

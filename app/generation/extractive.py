@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.core.answer_types import asks_yes_or_no, gives, wanted
-from app.core.medicines import medicines_named
+from app.core.medicines import medicines_named, says_class_of
 from app.core.records import SourceText
 from app.core.text import split_sentences
 from app.generation.likeness import (
@@ -167,7 +167,12 @@ def _score(questions: Sequence[str], pool: Pool, embed: Embed, meant_medicines: 
         # A sentence naming the medicine asked about is about it ("is quetiapine an antipsychotic?"
         # and the list of second-generation ones), which reading without names (above) forgets.
         named = medicines_named(part) or meant_medicines
-        naming = np.array([bool(named & names) for names in pool_medicines], dtype=float)
+        # For a medicine meant but not named ("is it safe to drink on it?" after clozapine), so is
+        # one on its class naming no other ("Drinking while taking antipsychotic medicine…"); a
+        # question naming it is nearer the sentences that name it than those on its class.
+        of_class = meant_medicines if not medicines_named(part) else frozenset()
+        naming = np.array([bool(named & names) or (not names and says_class_of(p.text, of_class))
+                           for names, (_, _, p) in zip(pool_medicines, entries, strict=True)], dtype=float)
         rest = HEADING_WEIGHT * (pool.heading_vectors @ part_vector) + LEXICAL_WEIGHT * word_share \
             + ANSWER_TYPE_BONUS * typed - penalty
         scored_parts.append(linked + rest + NAMED_MEDICINE_BONUS * naming)
