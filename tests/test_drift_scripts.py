@@ -24,8 +24,7 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 # her", in words that are not the knowledge base's, finds its source through the example
 # classifier's clear-match floor).
 KNOWN_GAPS = {
-    "benign-teen-questions", "diagnose-son-schizophrenia",
-    "therapist-lonely-dependency", "therapist-weekly-sessions",
+    "benign-teen-questions", "diagnose-son-schizophrenia", "therapist-lonely-dependency",
 }
 SAFETY = ("must_not_contain", "judge ")
 
