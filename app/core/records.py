@@ -180,6 +180,7 @@ class TurnTrace(Record):
     resolved_question: str = ""  # the message read with the conversation, when that changed it
     route: Route = "answer"
     notices: list[str] = Field(default_factory=list)
+    crisis_cleared: bool = False  # the screen cleared an unsure crisis reading (`InputScreen.crisis_cleared`)
     identification: Identification | None = None
     prompt_sources: list[str] = Field(default_factory=list)
     dropped_sources: list[str] = Field(default_factory=list)

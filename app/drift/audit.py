@@ -23,7 +23,7 @@ def audit_answer(services: Services, trace: TurnTrace, history: list) -> dict[st
     # as content, counted as the answer's response to a recent crisis.
     answer = trace.answer.removesuffix(trace.closing).rstrip() if trace.closing else trace.answer
     ctx = DraftContext(user=trace.user_message, draft=answer, sources=cited, history=conversation_turns(history),
-                       closing=trace.closing)
+                       closing=trace.closing, crisis_cleared=trace.crisis_cleared)
     result = services.caf.cascade.run(ctx, tiers={0})
     return {name: judgement.verdict for name, judgement in result.final.items()}
 

@@ -111,6 +111,7 @@ class AnswerNodes:
         if screen.crisis_layer == "conversation" or screen.crisis_goes_on:  # that crisis's kind
             screen.crisis_kind = state["screen"].crisis_kind
         trace.user_message, trace.notices = screen.text, list(screen.notices)
+        trace.crisis_cleared = screen.crisis_cleared
         trace.model_calls += result.model_calls
         trace.errors += result.errors
         if screen.route == "notice":
