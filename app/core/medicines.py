@@ -16,6 +16,7 @@ The vocabulary a process recognises is the product's plus the configured knowled
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from functools import cache, cached_property
 from pathlib import Path
 
@@ -177,12 +178,12 @@ _MEDICINE_WORD = re.compile(r"\b(?:antipsychotics?|meds?|medicines?|medications?
                             r"jabs?|depots?|doses?|dosage)\b", re.IGNORECASE)
 
 
-def says_class_of(text: str, medicines: frozenset[str]) -> bool:
-    """Whether `text` speaks of the class of any of these medicines ("antipsychotic medicine" of
-    clozapine): what it says of the class is true of each of them."""
+def class_words(medicines: Collection[str]) -> re.Pattern[str] | None:
+    """The words for the classes of these medicines ("antipsychotic medicine" speaks of clozapine's:
+    what it says of the class is true of each of them); None when none of them has a class."""
     listed = vocabulary().data.medicines
-    classes = {listed[m].medicine_class for m in medicines if m in listed and listed[m].medicine_class}
-    return any(re.search(rf"\b{re.escape(c)}s?\b", text, re.IGNORECASE) for c in classes)
+    classes = sorted({listed[m].medicine_class for m in medicines if m in listed and listed[m].medicine_class})
+    return re.compile(rf"\b(?:{'|'.join(map(re.escape, classes))})s?\b", re.IGNORECASE) if classes else None
 
 
 def mentions_medicine(text: str) -> bool:

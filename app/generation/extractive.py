@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.core.answer_types import asks_yes_or_no, gives, wanted
-from app.core.medicines import medicines_named, says_class_of
+from app.core.medicines import class_words, medicines_named
 from app.core.records import SourceText
 from app.core.text import split_sentences
 from app.generation.likeness import (
@@ -166,12 +166,13 @@ def _score(questions: Sequence[str], pool: Pool, embed: Embed, meant_medicines: 
         typed = np.array([kind is not None and gives(kind, p.text) for _, _, p in entries], dtype=float)
         # A sentence naming the medicine asked about is about it ("is quetiapine an antipsychotic?"
         # and the list of second-generation ones), which reading without names (above) forgets.
-        named = medicines_named(part) or meant_medicines
+        own = medicines_named(part)
+        named = own or meant_medicines
         # For a medicine meant but not named ("is it safe to drink on it?" after clozapine), so is
         # one on its class naming no other ("Drinking while taking antipsychotic medicine…"); a
         # question naming it is nearer the sentences that name it than those on its class.
-        of_class = meant_medicines if not medicines_named(part) else frozenset()
-        naming = np.array([bool(named & names) or (not names and says_class_of(p.text, of_class))
+        of_class = None if own else class_words(meant_medicines)
+        naming = np.array([bool(named & names or (of_class and not names and of_class.search(p.text)))
                            for names, (_, _, p) in zip(pool_medicines, entries, strict=True)], dtype=float)
         rest = HEADING_WEIGHT * (pool.heading_vectors @ part_vector) + LEXICAL_WEIGHT * word_share \
             + ANSWER_TYPE_BONUS * typed - penalty
