@@ -363,3 +363,23 @@ def test_a_card_asked_what_a_medicine_is_answers_neither_how_long_nor_a_request_
     switch = matcher.match("would i be better off on aripiprazole?", settings, own_case=True,
                            requests=["switch"], found=["S09"], topics=["S09"])
     assert switch is not None and switch.card.kind == "boundary" and "switch" in switch.card.requests, switch
+
+
+@pytest.mark.slow
+def test_a_card_asked_what_a_medicine_is_answers_what_is_asked_of_it_not_its_name(embedder, knowledge_base):
+    """"is dribbling at night a known thing with clozapine?" names clozapine and asks about a side
+    effect in words no card phrasing uses: read as said it is near "what is clozapine?" for the
+    name alone. It gets no card on what clozapine is; a question about clozapine as a whole, in
+    words of its own, still does."""
+    from app.core.config_sections import Retrieval
+    from app.retrieval.cards import CardMatcher
+
+    matcher = CardMatcher(knowledge_base.cards, embedder.encode, CONDITION_WORDS)
+    settings = Retrieval()
+    defining = matcher.match("what is clozapine?", settings)
+    assert defining is not None and defining.confident, defining
+    for whole in ("tell me about clozapine", "could you explain what clozapine is?"):
+        found = matcher.match(whole, settings, found=["S11"])
+        assert found is not None and found.confident and found.card is defining.card, (whole, found)
+    aspect = matcher.match("is dribbling at night a known thing with clozapine?", settings, found=["S11"])
+    assert aspect is None or aspect.card is not defining.card, aspect

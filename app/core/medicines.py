@@ -169,9 +169,10 @@ def with_international_names(text: str) -> str:
     return vocabulary().renamed.sub(lambda found: international_name(found.group(0)), text)
 
 
-def without_medicines(text: str) -> str:
-    """`text` with every medicine name taken out: what it says of the medicine, not which one."""
-    return re.sub(r"\s{2,}", " ", vocabulary().pattern.sub("", text)).strip()
+def without_medicines(text: str, instead: str = "") -> str:
+    """`text` with every medicine name taken out, or read as `instead`: what it says of the
+    medicine, not which one."""
+    return re.sub(r"\s{2,}", " ", vocabulary().pattern.sub(instead, text)).strip()
 
 
 _MEDICINE_WORD = re.compile(r"\b(?:antipsychotics?|meds?|medicines?|medications?|tablets?|pills?|injections?|"
