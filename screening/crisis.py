@@ -137,8 +137,7 @@ def _read_english(text: str, res: Screens) -> tuple[Reading, list[str]]:
     and a message full of slips read as written was heard as something else, a request as a
     question about sleep, a question about an extra tablet as an overdose."""
     spelt = res.correct_english(text) if res.correct_english else text
-    normalised = normalise(spelt, idiom_mark=IDIOM_MARK)
-    return res.screen_model.read(normalised), res.request_kind.read(normalised)
+    return res.screen_model.read(normalise(spelt, idiom_mark=IDIOM_MARK)), res.request_kind.read(spelt)
 
 
 def answerable_emergency(text: str, res: Screens) -> bool:

@@ -6,8 +6,9 @@ kind-labelled requests of scenarios/screen/kinds/. The screen decides whether a 
 request at all; kinds are read here, so data that teaches them apart cannot move the screen's line
 between a request and a general question (two such sets, added to the screen's data, pushed general
 medicine questions onto the boundary route). Same features as the screen (word and character
-n-grams, and the MiniLM embedding when the embedder it was trained with is available); seeded,
-cross-validated for its model card, shipped as an artefact (app/core/learning/artefacts.py).
+n-grams, and the MiniLM embedding when the embedder it was trained with is available), read with
+idioms as said (`as_read`); seeded, cross-validated for its model card, shipped as an artefact
+(app/core/learning/artefacts.py).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from app.core.config import REPO_ROOT
 from app.core.learning import artefacts
 from app.core.learning.logistic import predict_proba
 from screening import screen_features, screen_model
-from screening.crisis_text import IDIOM_MARK, normalise
+from screening.crisis_text import normalise
 
 if TYPE_CHECKING:
     from app.core.learning.encoder import Encoder
 
 NAME = "request_kind"
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2  # 2: idioms read as said
 KINDS_DIR = REPO_ROOT / "scenarios" / "screen" / "kinds"
 SETTINGS = {"c": 10.0, "folds": 5, "seed": 0}
 # A second kind at least this share as likely as the first is read too: the card nearest the
@@ -50,16 +51,25 @@ def current_hash() -> str | None:
     return artefacts.data_hash(files, SETTINGS) if files else None
 
 
+def as_read(text: str) -> str:
+    """A request as this model reads it: normalised as the screen reads it, but with idioms as
+    said. The screen masks "cut down on" so it never reads as harm; here it says what is asked
+    ("can I cut down on risperidone?" is a request to reduce, not to switch)."""
+    return normalise(text, remove_idioms=False)
+
+
 def training_requests() -> list[tuple[str, str]]:
-    """(normalised text, kind) for every request the kinds are learned from: the screen's boundary
+    """(text as read, kind) for every request the kinds are learned from: the screen's boundary
     messages first (a text seen twice keeps its first kind), then the kind-labelled requests."""
     from app.core.scenarios import load_scenarios
     from screening import screen_training
 
-    found = {text: label.split(":", 1)[1] for text, label, _ in screen_training.training_messages()
-             if label.startswith("boundary:")}
+    found: dict[str, str] = {}
+    for _, label, scenario in screen_training.training_messages():
+        if label.startswith("boundary:"):
+            found.setdefault(as_read(scenario.user), label.split(":", 1)[1])
     for scenario in load_scenarios(kinds_files()):
-        if scenario.route == "boundary" and scenario.category and (text := normalise(scenario.user, idiom_mark=IDIOM_MARK)):
+        if scenario.route == "boundary" and scenario.category and (text := as_read(scenario.user)):
             found.setdefault(text, scenario.category)
     return list(found.items())
 
@@ -134,11 +144,10 @@ class RequestKindModel:
         """Every kind of request it tells apart."""
         return sorted(str(kind) for kind in self.bundle["lexical"]["classifier"].classes_)
 
-    def read(self, normalised: str) -> list[str]:
-        """The likeliest kind of an English request, and any kind nearly as likely (`CLOSE_KIND`);
-        the text normalised as `crisis_text.normalise` does with the idiom mark (the embedder caches the
-        screen's vector of the same text)."""
-        variant, x = screen_model.reading_features(self.res, self.bundle, self.card, [normalised])
+    def read(self, text: str) -> list[str]:
+        """The likeliest kind of an English request, and any kind nearly as likely (`CLOSE_KIND`).
+        Without an idiom the text as read is the screen's, whose vector the embedder caches."""
+        variant, x = screen_model.reading_features(self.res, self.bundle, self.card, [as_read(text)])
         classifier = variant["classifier"]
         p = predict_proba(classifier, x)[0]
         order = np.argsort(-p)

@@ -61,6 +61,21 @@ def test_kinds_of_request_are_learned_from_requests_alone_and_their_data_never_m
     assert request_kind.current_hash() != kinds_before and screen_model.current_hash() == screen_before
 
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("request_text", "kind"), [
+    ("can I cut down on risperidone?", "stop_or_reduce"),
+    ("thinking of cutting back on my olanzapine", "stop_or_reduce"),
+])
+def test_the_kind_of_a_request_is_read_with_its_idioms_as_said(embedding_resources, request_text, kind):
+    """The screen masks "cut down on" so it never reads as harm; the request-kind model reads it
+    as said, since it says what is asked (masked, the first request read as a switch)."""
+    from screening.crisis_text import IDIOM_MARK, normalise
+
+    assert IDIOM_MARK.strip() in normalise(request_text, idiom_mark=IDIOM_MARK)
+    assert "cut" in request_kind.as_read(request_text)
+    assert embedding_resources.request_kind.read(request_text)[0] == kind
+
 @pytest.mark.slow
 def test_no_kind_labelled_request_nearly_repeats_a_question_of_an_evaluation_set(embedder, evaluation_messages):
     """The request-kind model decides the boundary card an evaluation question gets: a request in
