@@ -9,10 +9,10 @@ before (does danger emerge?), one for the message right after a crisis (does it 
 situations are apart because the same readings mean different things in them: after a crisis the
 joined text always holds that crisis, and "ok" is a brush-off, not a thank-you. The screen reads a
 joined conversation as it reads any message. Trained on conversations
-(`scenarios/screen/in_context/train`), seeded and cross-validated: each threshold is the highest
-that keeps the screen's recall on held-out readings at the target, counting what the screen
-already catches without it, as a user turn runs them. Shipped as an artefact
-(app/core/learning/artefacts.py).
+(`scenarios/screen/in_context/train`), seeded and cross-validated five times over: each threshold
+is the highest that keeps the screen's recall on the pooled held-out readings at the target,
+counting what the screen already catches without it, as a user turn runs them. Shipped as an
+artefact (app/core/learning/artefacts.py).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ FEATURE_VERSION = 3  # 2: a model for each situation; 3: read since the latest c
 TRAIN_DIR = REPO_ROOT / "scenarios" / "screen" / "in_context" / "train"
 LOOKBACK = 3  # the user's earlier messages a danger is read with
 SITUATIONS = ("no_crisis_before", "after_a_crisis")
-SETTINGS = {"c": 3.0, "folds": 5, "seed": 0, "recall_target": 0.98, "lookback": LOOKBACK,
+SETTINGS = {"c": 3.0, "folds": 5, "seed": 0, "repeats": 5, "recall_target": 0.98, "lookback": LOOKBACK,
             "screen_features": screen_model.FEATURE_VERSION}
 _CLIP = 6.0  # logits beyond this say nothing more
 
@@ -153,32 +153,36 @@ def _threshold(p: np.ndarray, truth: np.ndarray, caught_alone: np.ndarray, targe
 
 
 def _cross_validated(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Each row's reading by a model fitted without its fold, one line per repeat of the split
+    (seeds `seed`, `seed` + 1, …): the threshold one split gives moves with its seed by as much as
+    0.1, a handful of crises deciding it."""
     # Imported for training only: it brings scipy.stats and pandas with it.
     from sklearn.model_selection import StratifiedKFold
 
-    read = np.zeros(len(truth))
-    folds = StratifiedKFold(SETTINGS["folds"], shuffle=True, random_state=SETTINGS["seed"])
-    for train_rows, dev_rows in folds.split(x, truth):
-        w, b = fit_logistic(x[train_rows], truth[train_rows], SETTINGS["c"])
-        read[dev_rows] = sigmoid(x[dev_rows] @ w + b)
+    read = np.zeros((SETTINGS["repeats"], len(truth)))
+    for repeat in range(SETTINGS["repeats"]):
+        folds = StratifiedKFold(SETTINGS["folds"], shuffle=True, random_state=SETTINGS["seed"] + repeat)
+        for train_rows, dev_rows in folds.split(x, truth):
+            w, b = fit_logistic(x[train_rows], truth[train_rows], SETTINGS["c"])
+            read[repeat, dev_rows] = sigmoid(x[dev_rows] @ w + b)
     return read
 
 
 def _metrics(flagged: np.ndarray, truth: np.ndarray, caught_alone: np.ndarray, found: list[Scenario],
              after: np.ndarray) -> dict[str, Any]:
     """Recall and false alarms with and without these models, over every conversation and for each
-    situation."""
+    situation (`flagged`: a line per repeat of the cross-validation, averaged over)."""
     figures: dict[str, Any] = {}
     for part, rows in (("all", np.ones_like(truth)), ("after_a_crisis", after), ("no_crisis_before", ~after)):
         figures[part] = {
             "n": int(rows.sum()),
-            "crisis_recall": round(float(flagged[rows & truth].mean()), 3) if (rows & truth).any() else None,
-            "false_crisis_rate": round(float(flagged[rows & ~truth].mean()), 3) if (rows & ~truth).any() else None,
+            "crisis_recall": round(float(flagged[:, rows & truth].mean()), 3) if (rows & truth).any() else None,
+            "false_crisis_rate": round(float(flagged[:, rows & ~truth].mean()), 3) if (rows & ~truth).any() else None,
             "recall_without_context": round(float(caught_alone[rows & truth].mean()), 3) if (rows & truth).any() else None,
             "false_crisis_rate_without_context":
                 round(float(caught_alone[rows & ~truth].mean()), 3) if (rows & ~truth).any() else None}
     figures.update(figures.pop("all"))
-    figures["per_category"] = {category: {"n": int(rows.sum()), "flagged": round(float(flagged[rows].mean()), 3)}
+    figures["per_category"] = {category: {"n": int(rows.sum()), "flagged": round(float(flagged[:, rows].mean()), 3)}
                                for category in sorted({s.category for s in found})
                                if (rows := np.array([s.category == category for s in found])).any()}
     return figures
@@ -198,15 +202,17 @@ def train(res: Screens, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.Mo
         read = [features(since_last_crisis(_earlier(s), res), s.user, res, embedded=variant == "embedded") for s in found]
         x = np.stack([f for f, _ in read])  # type: ignore[misc]
         after = np.array([r.after_a_crisis for _, r in read])
-        flagged = caught_alone.copy()
+        repeats = SETTINGS["repeats"]
+        flagged = np.tile(caught_alone, (repeats, 1))  # a line per repeat
         bundle[variant] = {}
         for situation, rows in zip(SITUATIONS, (~after, after), strict=True):
             p = _cross_validated(x[rows], truth[rows])
-            threshold = _threshold(p, truth[rows], caught_alone[rows], SETTINGS["recall_target"])
+            threshold = _threshold(p.ravel(), np.tile(truth[rows], repeats), np.tile(caught_alone[rows], repeats),
+                                   SETTINGS["recall_target"])
             weights, bias = fit_logistic(x[rows], truth[rows], SETTINGS["c"])
             bundle[variant][situation] = {"weights": weights, "bias": bias, "threshold": threshold}
             thresholds[f"{variant}.{situation}"] = threshold
-            flagged[rows] |= p >= threshold
+            flagged[:, rows] |= p >= threshold
         metrics[variant] = _metrics(flagged, truth, caught_alone, found, after)
     card = artefacts.ModelCard(
         name=NAME, feature_version=FEATURE_VERSION, data_hash=data_hash,
@@ -218,8 +224,8 @@ def train(res: Screens, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.Mo
         notes=("Two logistic regressions (no crisis just before; right after a crisis) over the input "
                "screen's readings of the message alone, the earlier messages alone and the message joined "
                "to them (+ the message's and the previous message's MiniLM embeddings in the 'embedded' "
-               "variant). Dev metrics are cross-validated and count what the screen catches without "
-               f"them. Settings: {SETTINGS}."))
+               "variant). Dev metrics are cross-validated, pooled over the repeats, and count what the "
+               f"screen catches without them. Settings: {SETTINGS}."))
     artefacts.save(NAME, bundle, card, out_dir, compress=artefacts.FAST_TO_LOAD)
     return card
 
