@@ -30,7 +30,7 @@ from app.core.learning import artefacts
 from app.core.learning.logistic import fit_logistic, sigmoid
 from screening import screen_model
 from screening.crisis import Assessment, Screens, assess
-from screening.crisis_text import IDIOM_MARK, normalise
+from screening.crisis_text import normalise
 
 if TYPE_CHECKING:
     from app.core.scenarios import Scenario
@@ -128,7 +128,7 @@ def features(earlier: list[str], text: str, res: Screens, *, embedded: bool) -> 
     if not embedded:
         return x, read
     previous = next((m for m in reversed(earlier) if m.strip()), "")
-    vectors = res.encode([normalise(text, idiom_mark=IDIOM_MARK), normalise(previous, idiom_mark=IDIOM_MARK)])
+    vectors = res.encode([normalise(text, idioms="marked"), normalise(previous, idioms="marked")])
     return (None if vectors is None else np.concatenate([x, vectors[0], vectors[1]])), read
 
 

@@ -16,13 +16,13 @@ second look; a language or pattern hit never is.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from app.core.learning.encoder import Encoder
 from app.core.text import split_sentences
 from screening import crisis_languages
-from screening.crisis_text import IDIOM_MARK, normalise, pattern_hit
+from screening.crisis_text import normalise, pattern_hit
 
 if TYPE_CHECKING:
     from screening.request_kind import RequestKindModel
@@ -94,7 +94,7 @@ def _assess(text: str, res: Screens) -> Assessment:
                           english=False, language=code)
     if hit := pattern_hit(text):
         # The learned layer still says what kind of crisis it is ("medical_emergency" gets its own reply).
-        kind = res.screen_model.read(normalise(text, idiom_mark=IDIOM_MARK)).crisis_kind
+        kind = res.screen_model.read(normalise(text, idioms="marked")).crisis_kind
         return Assessment(True, 1.0, f"pattern:{hit[0]}", [hit[1]], crisis_kind=kind)
     english = res.screen_model.is_english(text)
     if english:
@@ -135,9 +135,17 @@ def _read_english(text: str, res: Screens) -> tuple[Reading, list[str]]:
     that learned them from requests alone), with misspelt words read as English ("shuold i have two
     tomorow" as "should i have two tomorrow"): the models learned mostly from words spelt right,
     and a message full of slips read as written was heard as something else, a request as a
-    question about sleep, a question about an extra tablet as an overdose."""
+    question about sleep, a question about an extra tablet as an overdose. Whether it asks about
+    the writer's own case is read of what its idioms say: the crisis reading sees a mark where
+    "cut down on" was, and so would hear "should I cut down on my tablets" ask nothing of the
+    writer's own ("should I reduce my tablets" does)."""
     spelt = res.correct_english(text) if res.correct_english else text
-    return res.screen_model.read(normalise(spelt, idiom_mark=IDIOM_MARK)), res.request_kind.read(spelt)
+    marked, meant = normalise(spelt, idioms="marked"), normalise(spelt, idioms="read")
+    reading = res.screen_model.read(marked)
+    if meant != marked:
+        asked = res.screen_model.read(meant)
+        reading = replace(reading, personal=asked.personal, boundary_kind=asked.boundary_kind)
+    return reading, res.request_kind.read(spelt)
 
 
 def answerable_emergency(text: str, res: Screens) -> bool:

@@ -1,5 +1,6 @@
 """A message as the input screen reads it, before any model: lower case, slang and one-letter
-misspellings rewritten, idioms marked (`normalise`, by the rules in text_rules.yaml), and the
+misspellings rewritten, idioms removed, marked or read as what they say (`normalise`, by the
+rules in text_rules.yaml), and the
 high-precision English crisis patterns (crisis_patterns.yaml: each with an id and tested
 examples, `pattern_hit`). It imports no model, so the screen's models build on it."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -36,16 +38,18 @@ class CrisisPatternsFile(Record):
 class TextRules(Record):
     normalise: dict[str, str]  # slang and shorthand: what each is rewritten to (whole words)
     fuzzy_targets: list[str]  # a word one edit away from one of these is read as it
-    idioms: list[str]  # regexes of figures of speech that sound violent but are not
+    # Figures of speech that sound violent but are not (regexes), each with what it says (a
+    # replacement: \1 is its first group).
+    idioms: dict[str, str]
 
     @field_validator("idioms")
     @classmethod
-    def _compiles(cls, idioms: list[str]) -> list[str]:
-        for idiom in idioms:
+    def _compiles(cls, idioms: dict[str, str]) -> dict[str, str]:
+        for idiom, says in idioms.items():
             try:
-                re.compile(idiom)
+                re.compile(idiom).sub(says, "")
             except re.error as error:
-                raise ValueError(f"bad regex {idiom!r}: {error}") from error
+                raise ValueError(f"bad regex {idiom!r} or replacement {says!r}: {error}") from error
         return idioms
 
 
@@ -55,8 +59,8 @@ def text_rules() -> TextRules:
 
 
 @cache
-def _idioms() -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in text_rules().idioms), re.IGNORECASE)
+def _idioms() -> list[tuple[re.Pattern[str], str]]:
+    return [(re.compile(idiom, re.IGNORECASE), f" {says} ") for idiom, says in text_rules().idioms.items()]
 
 
 @cache
@@ -78,17 +82,17 @@ def _speller() -> Speller:
     return Speller(text_rules().fuzzy_targets, min_length=5)
 
 
-def normalise(text: str, *, remove_idioms: bool = True, idiom_mark: str = " ") -> str:
-    """Lower case, straight quotes, slang and misspellings rewritten, idioms replaced by
-    `idiom_mark` (the learned layer reads a word there, so "I want to cut down on coffee" does
-    not become "I want to coffee")."""
+def normalise(text: str, *, idioms: Literal["removed", "marked", "read"] = "removed") -> str:
+    """Lower case, straight quotes, slang and misspellings rewritten, and idioms `removed` (for the
+    patterns), `marked` (the learned layer reads a word there, so "I want to cut down on coffee"
+    does not become "I want to coffee") or `read` as what they say ("I want to reduce coffee")."""
     text = re.sub(r"[’‘`]", "'", text.lower())
     text = re.sub(r"[“”]", '"', text)
     text = _speller().correct(text)
     pattern, mapping = _normaliser()
     text = pattern.sub(lambda m: mapping[m.group(1)], text)
-    if remove_idioms:
-        text = _idioms().sub(idiom_mark, text)
+    for idiom, says in _idioms():
+        text = idiom.sub({"removed": " ", "marked": IDIOM_MARK}.get(idioms, says), text)
     return re.sub(r"\s+", " ", text).strip()
 
 

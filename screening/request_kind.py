@@ -7,7 +7,7 @@ request at all; kinds are read here, so data that teaches them apart cannot move
 between a request and a general question (two such sets, added to the screen's data, pushed general
 medicine questions onto the boundary route). Same features as the screen (word and character
 n-grams, and the MiniLM embedding when the embedder it was trained with is available), read with
-idioms as said (`as_read`); seeded, cross-validated for its model card, shipped as an artefact
+idioms as what they say (`as_read`); seeded, cross-validated for its model card, shipped as an artefact
 (app/core/learning/artefacts.py).
 """
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from app.core.learning.encoder import Encoder
 
 NAME = "request_kind"
-FEATURE_VERSION = 2  # 2: idioms read as said
+FEATURE_VERSION = 3  # 2: idioms read as said; 3: as what they say
 KINDS_DIR = REPO_ROOT / "scenarios" / "screen" / "kinds"
 SETTINGS = {"c": 10.0, "folds": 5, "seed": 0}
 # A second kind at least this share as likely as the first is read too: the card nearest the
@@ -52,10 +52,10 @@ def current_hash() -> str | None:
 
 
 def as_read(text: str) -> str:
-    """A request as this model reads it: normalised as the screen reads it, but with idioms as
-    said. The screen masks "cut down on" so it never reads as harm; here it says what is asked
-    ("can I cut down on risperidone?" is a request to reduce, not to switch)."""
-    return normalise(text, remove_idioms=False)
+    """A request as this model reads it: normalised as the screen reads it, with idioms read as
+    what they say. The screen marks "cut down on" so it never reads as harm; here it says what
+    is asked ("can I cut down on risperidone?" is a request to reduce, not to switch)."""
+    return normalise(text, idioms="read")
 
 
 def training_requests() -> list[tuple[str, str]]:

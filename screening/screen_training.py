@@ -30,7 +30,7 @@ from app.core.config import REPO_ROOT
 from app.core.learning import artefacts
 from app.core.learning.logistic import predict_proba
 from screening import crisis_languages
-from screening.crisis_text import IDIOM_MARK, normalise, pattern_hit
+from screening.crisis_text import normalise, pattern_hit
 from screening.screen_features import (
     URGENT_CLASS,
     NgramFeatures,
@@ -76,7 +76,7 @@ def training_messages(*, english: bool = True) -> list[tuple[str, str, Scenario]
     for scenario in load_scenarios(training_files()):
         if (scenario.language == "en") != english or (scenario.response is not None and scenario.route is None):
             continue
-        text = normalise(scenario.user, idiom_mark=IDIOM_MARK) if english else crisis_languages.fold(scenario.user)
+        text = normalise(scenario.user, idioms="marked") if english else crisis_languages.fold(scenario.user)
         if text and (text not in found or scenario.expected == "crisis"):
             found[text] = (text, label(scenario), scenario)
     return list(found.values())

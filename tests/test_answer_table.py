@@ -235,9 +235,7 @@ ROWS = [
           # The card on switching names both in passing ("such as avoiding weight gain or sleepiness").
           ("would quetiapine suit me better? the risperidone leaves me so sleepy all day", "sleepy", ()),
           ("my daughter has put on so much weight since starting olanzapine, would a different one suit her "
-           "better?", "weight", pytest.mark.xfail(strict=True, reason=(
-               "with the means questions in the screen's data, the kind model reads switching below half of a "
-               "side-effect decision, and the composed reply leaves the weight unsaid")))), 1)],
+           "better?", "weight", ())), 1)],
     row("can I stop my olanzapine?", id="a request giving no reason hears nothing of side effects",
         route="boundary", never_cites=("S12",)),
     # -- someone unwell now: how to get help today first --

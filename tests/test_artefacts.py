@@ -65,16 +65,30 @@ def test_kinds_of_request_are_learned_from_requests_alone_and_their_data_never_m
 @pytest.mark.slow
 @pytest.mark.parametrize(("request_text", "kind"), [
     ("can I cut down on risperidone?", "stop_or_reduce"),
+    ("should I cut down on my tablets", "stop_or_reduce"),
     ("thinking of cutting back on my olanzapine", "stop_or_reduce"),
 ])
-def test_the_kind_of_a_request_is_read_with_its_idioms_as_said(embedding_resources, request_text, kind):
-    """The screen masks "cut down on" so it never reads as harm; the request-kind model reads it
-    as said, since it says what is asked (masked, the first request read as a switch)."""
+def test_a_request_is_read_as_what_its_idioms_say(embedding_resources, request_text, kind):
+    """The crisis reading sees a mark where "cut down on" was, so it never reads as harm; whether
+    the message asks about the writer's own case, and of what kind, is read of what it says (with
+    the mark, none of these was such a request, and the first was read as a switch)."""
+    from screening.crisis import assess
     from screening.crisis_text import IDIOM_MARK, normalise
 
-    assert IDIOM_MARK.strip() in normalise(request_text, idiom_mark=IDIOM_MARK)
-    assert "cut" in request_kind.as_read(request_text)
-    assert embedding_resources.request_kind.read(request_text)[0] == kind
+    assert IDIOM_MARK.strip() in normalise(request_text, idioms="marked")
+    assert "reduce" in request_kind.as_read(request_text)
+    found = assess(request_text, embedding_resources)
+    assert not found.crisis and found.personal_advice and found.boundary_kinds[0] == kind, found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question", ["i want to cut down on coffee, any tips?", "how do people cut down on cannabis?"])
+def test_a_general_question_with_an_idiom_stays_general(embedding_resources, question):
+    from screening.crisis import assess
+
+    found = assess(question, embedding_resources)
+    assert not found.crisis and not found.personal_advice, found
+
 
 @pytest.mark.slow
 def test_no_kind_labelled_request_nearly_repeats_a_question_of_an_evaluation_set(embedder, evaluation_messages):
