@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from app.core.learning.encoder import Encoder
 from app.core.text import split_sentences
 from screening import crisis_languages
-from screening.crisis_text import normalise, pattern_hit
+from screening.crisis_text import marked_and_read, normalise, pattern_hit
 
 if TYPE_CHECKING:
     from screening.request_kind import RequestKindModel
@@ -140,12 +140,12 @@ def _read_english(text: str, res: Screens) -> tuple[Reading, list[str]]:
     "cut down on" was, and so would hear "should I cut down on my tablets" ask nothing of the
     writer's own ("should I reduce my tablets" does)."""
     spelt = res.correct_english(text) if res.correct_english else text
-    marked, meant = normalise(spelt, idioms="marked"), normalise(spelt, idioms="read")
+    marked, meant = marked_and_read(spelt)
     reading = res.screen_model.read(marked)
     if meant != marked:
         asked = res.screen_model.read(meant)
         reading = replace(reading, personal=asked.personal, boundary_kind=asked.boundary_kind)
-    return reading, res.request_kind.read(spelt)
+    return reading, res.request_kind.read(meant)
 
 
 def answerable_emergency(text: str, res: Screens) -> bool:

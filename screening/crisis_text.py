@@ -1,8 +1,7 @@
 """A message as the input screen reads it, before any model: lower case, slang and one-letter
 misspellings rewritten, idioms removed, marked or read as what they say (`normalise`, by the
-rules in text_rules.yaml), and the
-high-precision English crisis patterns (crisis_patterns.yaml: each with an id and tested
-examples, `pattern_hit`). It imports no model, so the screen's models build on it."""
+rules in text_rules.yaml), and the high-precision English crisis patterns (crisis_patterns.yaml:
+each with an id and tested examples, `pattern_hit`). It imports no model, so the screen's models build on it."""
 
 from __future__ import annotations
 
@@ -86,13 +85,27 @@ def normalise(text: str, *, idioms: Literal["removed", "marked", "read"] = "remo
     """Lower case, straight quotes, slang and misspellings rewritten, and idioms `removed` (for the
     patterns), `marked` (the learned layer reads a word there, so "I want to cut down on coffee"
     does not become "I want to coffee") or `read` as what they say ("I want to reduce coffee")."""
+    return _with_idioms(_plain(text), idioms)
+
+
+def marked_and_read(text: str) -> tuple[str, str]:
+    """`normalise` with idioms marked and with idioms read, spelling and slang rewritten once."""
+    plain = _plain(text)
+    return _with_idioms(plain, "marked"), _with_idioms(plain, "read")
+
+
+def _plain(text: str) -> str:
     text = re.sub(r"[’‘`]", "'", text.lower())
     text = re.sub(r"[“”]", '"', text)
     text = _speller().correct(text)
     pattern, mapping = _normaliser()
-    text = pattern.sub(lambda m: mapping[m.group(1)], text)
+    return pattern.sub(lambda m: mapping[m.group(1)], text)
+
+
+def _with_idioms(text: str, idioms: Literal["removed", "marked", "read"]) -> str:
+    instead = {"removed": " ", "marked": IDIOM_MARK}.get(idioms)
     for idiom, says in _idioms():
-        text = idiom.sub({"removed": " ", "marked": IDIOM_MARK}.get(idioms, says), text)
+        text = idiom.sub(instead or says, text)
     return re.sub(r"\s+", " ", text).strip()
 
 

@@ -7,8 +7,8 @@ request at all; kinds are read here, so data that teaches them apart cannot move
 between a request and a general question (two such sets, added to the screen's data, pushed general
 medicine questions onto the boundary route). Same features as the screen (word and character
 n-grams, and the MiniLM embedding when the embedder it was trained with is available), read with
-idioms as what they say (`as_read`); seeded, cross-validated for its model card, shipped as an artefact
-(app/core/learning/artefacts.py).
+idioms as what they say (`as_read`); seeded, cross-validated for its model card, shipped as an
+artefact (app/core/learning/artefacts.py).
 """
 
 from __future__ import annotations
@@ -144,10 +144,11 @@ class RequestKindModel:
         """Every kind of request it tells apart."""
         return sorted(str(kind) for kind in self.bundle["lexical"]["classifier"].classes_)
 
-    def read(self, text: str) -> list[str]:
-        """The likeliest kind of an English request, and any kind nearly as likely (`CLOSE_KIND`).
-        Without an idiom the text as read is the screen's, whose vector the embedder caches."""
-        variant, x = screen_model.reading_features(self.res, self.bundle, self.card, [as_read(text)])
+    def read(self, read_text: str) -> list[str]:
+        """The likeliest kind of an English request, and any kind nearly as likely (`CLOSE_KIND`);
+        the text as `as_read` gives it (without an idiom, the screen's, whose vector the embedder
+        caches)."""
+        variant, x = screen_model.reading_features(self.res, self.bundle, self.card, [read_text])
         classifier = variant["classifier"]
         p = predict_proba(classifier, x)[0]
         order = np.argsort(-p)

@@ -61,7 +61,6 @@ def test_kinds_of_request_are_learned_from_requests_alone_and_their_data_never_m
     assert request_kind.current_hash() != kinds_before and screen_model.current_hash() == screen_before
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("request_text", "kind"), [
     ("can I cut down on risperidone?", "stop_or_reduce"),
