@@ -4,7 +4,8 @@ think they're right"), and, right after a crisis, whether the next message still
 
 Two small learned models over the screen's own readings (the message alone, the earlier messages
 alone, the message joined to the one before it and to the last few) and, with the embedder, the
-embeddings of the message and of the one before it: one for a conversation with no crisis just
+embeddings of the message and of the one before it, and after a crisis of what the message tells
+with its questions set aside: one for a conversation with no crisis just
 before (does danger emerge?), one for the message right after a crisis (does it go on?). The
 situations are apart because the same readings mean different things in them: after a crisis the
 joined text always holds that crisis, and "ok" is a brush-off, not a thank-you. The screen reads a
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from app.core.answer_types import asks_anything
+from app.core.answer_types import asks_anything, what_it_tells
 from app.core.config import REPO_ROOT
 from app.core.learning import artefacts
 from app.core.learning.logistic import fit_logistic, sigmoid
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from app.core.scenarios import Scenario
 
 NAME = "context_screen"
-FEATURE_VERSION = 3  # 2: a model for each situation; 3: read since the latest crisis
+FEATURE_VERSION = 4  # 2: a model for each situation; 3: read since the latest crisis; 4: what it tells
 TRAIN_DIR = REPO_ROOT / "scenarios" / "screen" / "in_context" / "train"
 LOOKBACK = 3  # the user's earlier messages a danger is read with
 SITUATIONS = ("no_crisis_before", "after_a_crisis")
@@ -121,15 +122,18 @@ def caught_without(earlier: list[str], text: str, res: Screens) -> bool:
 
 
 def features(earlier: list[str], text: str, res: Screens, *, embedded: bool) -> tuple[np.ndarray | None, _Readings]:
-    """The readings, and with `embedded` the message's and the previous message's embeddings
-    (None when the embedder cannot give them); `earlier` as `since_last_crisis` gives it."""
+    """The readings, and with `embedded` the embeddings of the message, of the previous message and,
+    right after a crisis, of what the message tells: there "the pills are with my sister now" or
+    "forget it" decides, not the question that follows it (None when the embedder cannot give
+    them); `earlier` as `since_last_crisis` gives it."""
     read = _readings(earlier, text, res)
     x = np.asarray(read.values, dtype=np.float32)
     if not embedded:
         return x, read
     previous = next((m for m in reversed(earlier) if m.strip()), "")
-    vectors = res.encode([normalise(text, idioms="marked"), normalise(previous, idioms="marked")])
-    return (None if vectors is None else np.concatenate([x, vectors[0], vectors[1]])), read
+    said = [text, previous, *([what_it_tells(text)] if read.after_a_crisis else [])]
+    vectors = res.encode([normalise(t, idioms="marked") for t in said])
+    return (None if vectors is None else np.concatenate([x, *vectors])), read
 
 
 def conversations(files: list[Path] | None = None) -> list[Scenario]:
@@ -200,16 +204,16 @@ def train(res: Screens, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.Mo
     thresholds: dict[str, float] = {}
     for variant in ["readings", *(["embedded"] if res.embeddings else [])]:
         read = [features(since_last_crisis(_earlier(s), res), s.user, res, embedded=variant == "embedded") for s in found]
-        x = np.stack([f for f, _ in read])  # type: ignore[misc]
         after = np.array([r.after_a_crisis for _, r in read])
         repeats = SETTINGS["repeats"]
         flagged = np.tile(caught_alone, (repeats, 1))  # a line per repeat
         bundle[variant] = {}
         for situation, rows in zip(SITUATIONS, (~after, after), strict=True):
-            p = _cross_validated(x[rows], truth[rows])
+            x = np.stack([f for (f, _), row in zip(read, rows, strict=True) if row])  # type: ignore[misc]
+            p = _cross_validated(x, truth[rows])
             threshold = _threshold(p.ravel(), np.tile(truth[rows], repeats), np.tile(caught_alone[rows], repeats),
                                    SETTINGS["recall_target"])
-            weights, bias = fit_logistic(x[rows], truth[rows], SETTINGS["c"])
+            weights, bias = fit_logistic(x, truth[rows], SETTINGS["c"])
             bundle[variant][situation] = {"weights": weights, "bias": bias, "threshold": threshold}
             thresholds[f"{variant}.{situation}"] = threshold
             flagged[:, rows] |= p >= threshold
@@ -223,8 +227,8 @@ def train(res: Screens, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.Mo
         embedder=res.embedder_name if "embedded" in bundle else "",
         notes=("Two logistic regressions (no crisis just before; right after a crisis) over the input "
                "screen's readings of the message alone, the earlier messages alone and the message joined "
-               "to them (+ the message's and the previous message's MiniLM embeddings in the 'embedded' "
-               "variant). Dev metrics are cross-validated, pooled over the repeats, and count what the "
+               "to them (+ the MiniLM embeddings of the message, of the previous message and, after a "
+               "crisis, of what the message tells without its questions, in the 'embedded' variant). Dev metrics are cross-validated, pooled over the repeats, and count what the "
                f"screen catches without them. Settings: {SETTINGS}."))
     artefacts.save(NAME, bundle, card, out_dir, compress=artefacts.FAST_TO_LOAD)
     return card

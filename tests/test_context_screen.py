@@ -113,6 +113,28 @@ def test_an_ordinary_question_after_a_worrying_message_is_not_a_crisis(embedding
 
 
 @pytest.mark.slow
+def test_after_a_crisis_what_the_message_tells_decides_not_the_question_that_follows(embedding_resources, settings):
+    """The same question after an emergency: answered once help has come, still the crisis when
+    the danger is waved away."""
+    from app.screen import screen_message
+
+    earlier = ["my dad is burning up and rigid since his depot injection yesterday"]
+    question = "how long does a depot last?"
+
+    def screened(message: str):
+        previous = screen_message(earlier[0], settings=settings, resources=embedding_resources, screener=None,
+                                  llm_allowed=False, has_conversation=False).screen
+        assert previous.route == "crisis" and not previous.crisis_unsure, previous
+        return screen_message(message, settings=settings, resources=embedding_resources, screener=None,
+                              llm_allowed=False, has_conversation=True, previous=previous, earlier=earlier).screen
+
+    helped = screened(f"the paramedics have taken him in and he's being treated. {question}")
+    assert helped.route == "answer", helped
+    waved_away = screened(f"he'll be fine, he always runs hot. {question}")
+    assert waved_away.route == "crisis" and waved_away.crisis_layer == "conversation", waved_away
+
+
+@pytest.mark.slow
 def test_an_unsure_crisis_reading_is_read_again_with_the_conversation_before_it(embedding_resources, settings):
     """The learned layer alone is unsure whether "how often would someone need to have it done?"
     asks about a method; after a depot injection was mentioned it asks about the depot, and is read

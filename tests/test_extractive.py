@@ -341,6 +341,19 @@ def test_a_message_says_whether_it_asks_anything(message, asks):
     assert asks_anything(message) is asks
 
 
+@pytest.mark.parametrize(("message", "tells"), [
+    ("my sister has the tablets now. what does quetiapine do to your weight?", "my sister has the tablets now."),
+    ("Sorry, being dramatic. How long does a depot last", "Sorry, being dramatic."),
+    ("im home and safe now! thanks. is clozapine a strong one?", "im home and safe now! thanks."),
+    ("how many would it take?", "how many would it take?"),  # only asks: all of it
+    ("forget it", "forget it"),
+])
+def test_what_a_message_tells_is_the_message_without_its_questions(message, tells):
+    from app.core.answer_types import what_it_tells
+
+    assert what_it_tells(message) == tells
+
+
 def test_the_overview_of_a_source_is_its_opening_paragraph_cited(knowledge_base):
     source = knowledge_base.get("S11")
     text = overview(SourceText(id=source.id, title=source.title, text=source.body))

@@ -58,6 +58,14 @@ def asks_yes_or_no(question: str) -> bool:
     return any(_YES_OR_NO.match(s) for s in sentences) and not any(_OPEN.match(s) for s in sentences)
 
 
+def what_it_tells(message: str) -> str:
+    """The message without its questions: what it tells ("I'm home and my mum is here. what's
+    clozapine?" tells "I'm home and my mum is here."); all of it when it only asks."""
+    sentences = [s for s in re.split(r"(?<=[.?!])\s+", message.strip()) if s]
+    told = [s for s in sentences if not s.endswith("?") and not _OPEN.match(s)]
+    return " ".join(told) if told else message.strip()
+
+
 # A request in other words than a question ("please explain…", "I need to know…", "any tips").
 _REQUEST = re.compile(r"\b(?:please|pls|plz|help|advice|tips?|ideas?|info|information|need to know|want to know|"
                       r"wondering|wonder|curious|explain|tell me|can you|could you|would you|"
