@@ -99,6 +99,9 @@ ROWS = [
     row("could you explain what clozapine is?", "can I just stop taking it? the blood tests are such a pain",
         id="a request to stop the medicine named before: the card for stopping", route="boundary", card=ANY,
         kind="stop_or_reduce", says=("Never change or stop an antipsychotic on your own",)),
+    row("my doctor put me on clozapine last month", "can I stop it?", id="a bare request to stop the medicine "
+        "named before: the card for stopping, not the one for side effects", route="boundary", card=ANY,
+        kind="stop_or_reduce"),
     row("what is olanzapine?", "should i take more of it", id="a dose request about the medicine named before: "
         "the dose card", route="boundary", card=ANY, kind="dose"),
     # -- someone unwell, and who to call --
