@@ -5,8 +5,8 @@ think they're right"), and, right after a crisis, whether the next message still
 Two small learned models over the screen's own readings (the message alone, the earlier messages
 alone, the message joined to the one before it and to the last few) and, with the embedder, the
 embeddings of the message and of the one before it, and after a crisis of what the message tells
-with its questions set aside: one for a conversation with no crisis just
-before (does danger emerge?), one for the message right after a crisis (does it go on?). The
+with its questions set aside: one for a conversation with no crisis just before (does danger
+emerge?), one for the message right after a crisis (does it go on?). The
 situations are apart because the same readings mean different things in them: after a crisis the
 joined text always holds that crisis, and "ok" is a brush-off, not a thank-you. The screen reads a
 joined conversation as it reads any message. Trained on conversations
@@ -228,8 +228,9 @@ def train(res: Screens, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.Mo
         notes=("Two logistic regressions (no crisis just before; right after a crisis) over the input "
                "screen's readings of the message alone, the earlier messages alone and the message joined "
                "to them (+ the MiniLM embeddings of the message, of the previous message and, after a "
-               "crisis, of what the message tells without its questions, in the 'embedded' variant). Dev metrics are cross-validated, pooled over the repeats, and count what the "
-               f"screen catches without them. Settings: {SETTINGS}."))
+               "crisis, of what the message tells without its questions, in the 'embedded' variant). Dev "
+               "metrics are cross-validated, pooled over the repeats, and count what the screen catches "
+               f"without them. Settings: {SETTINGS}."))
     artefacts.save(NAME, bundle, card, out_dir, compress=artefacts.FAST_TO_LOAD)
     return card
 

@@ -1,7 +1,8 @@
 """A message as the input screen reads it, before any model: lower case, slang and one-letter
 misspellings rewritten, idioms removed, marked or read as what they say (`normalise`, by the
 rules in text_rules.yaml), and the high-precision English crisis patterns (crisis_patterns.yaml:
-each with an id and tested examples, `pattern_hit`). It imports no model, so the screen's models build on it."""
+each with an id and tested examples, `pattern_hit`). It imports no model, so the screen's models
+build on it."""
 
 from __future__ import annotations
 

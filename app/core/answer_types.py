@@ -50,19 +50,23 @@ _OPEN = re.compile(r"^\W*(?:(?:and|so|but|ok|okay|also|then)\W+)?(?:what|whats|w
                    r"tell me|explain|describe|list)\b", re.IGNORECASE)
 
 
+def _typed_sentences(message: str) -> list[str]:
+    """A message's sentences as typed: split after ".", "?" or "!", whatever case follows."""
+    return [s for s in re.split(r"(?<=[.?!])\s+", message.strip()) if s]
+
+
 def asks_yes_or_no(question: str) -> bool:
     """A question that asks whether one thing is so ("does it make you sleepy?", "is weight gain
     normal?"), not for a set of things ("what are the side effects?", "what can I do?", "is there
     any support?")."""
-    sentences = [s for s in re.split(r"(?<=[.?!])\s+", question.strip()) if s]
+    sentences = _typed_sentences(question)
     return any(_YES_OR_NO.match(s) for s in sentences) and not any(_OPEN.match(s) for s in sentences)
 
 
 def what_it_tells(message: str) -> str:
     """The message without its questions: what it tells ("I'm home and my mum is here. what's
     clozapine?" tells "I'm home and my mum is here."); all of it when it only asks."""
-    sentences = [s for s in re.split(r"(?<=[.?!])\s+", message.strip()) if s]
-    told = [s for s in sentences if not s.endswith("?") and not _OPEN.match(s)]
+    told = [s for s in _typed_sentences(message) if not s.endswith("?") and not _OPEN.match(s)]
     return " ".join(told) if told else message.strip()
 
 
