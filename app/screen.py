@@ -75,24 +75,21 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     crisis = found.crisis
     screen.crisis_score, screen.crisis_layer, screen.crisis_evidence = found.score, found.layer, found.evidence
     screen.crisis_kind, screen.language = found.crisis_kind, found.language
-    screen.crisis_unsure = found.crisis and found.clearable and found.layer == "model"
+    screen.crisis_unsure = found.unsure_crisis
     # Read with the user's last few messages: danger only visible with what came before, and,
     # after a crisis, whether this message still carries it. A crisis only the learned layer saw,
     # unsure, is read so too: "how often would someone need to have it done?" after a depot was
     # mentioned is a question about the depot.
     second_reading = screen.crisis_unsure and not after_crisis
     context = None if (crisis and not second_reading) or resources.context_model is None \
-        else resources.context_model.read(list(earlier), cleaned.text)
+        else resources.context_model.read(list(earlier), cleaned.text, crisis_before_confirmed=(
+            after_crisis and previous is not None and not previous.crisis_unsure))
     if second_reading and context is not None and not context.is_crisis:
         crisis, screen.crisis_cleared = False, True
         screen.crisis_layer = f"model (cleared by the conversation: {context.probability:.2f} read with it)"
         found = as_question(cleaned.text, resources)
     by_context = _read_request(screen, found, cleaned.text, earlier, resources)
-    # A crisis only the learned layer saw, unsure, is weak evidence that danger goes on: a question
-    # of its own after it is answered ("I just found out I'm pregnant" must not also cost the
-    # answer to "should I stop my clozapine?").
-    unsure_before = after_crisis and previous is not None and previous.crisis_unsure
-    in_context = context is not None and context.is_crisis and not unsure_before
+    in_context = context is not None and context.is_crisis
     if after_crisis and not crisis and not in_context and found.small_talk < SMALL_TALK_FROM \
             and asks_anything(cleaned.text):
         after_crisis = False  # asks something of its own, without the danger: answered, contacts kept
@@ -107,6 +104,8 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
         elif llm_crisis and not crisis:
             crisis = True
             screen.crisis_layer, screen.crisis_evidence = "llm", [reason or "the crisis screener's judgement"]
+        elif llm_crisis:
+            screen.crisis_unsure = False  # the screener agrees: the next message is read after a sure one
         elif not llm_crisis and crisis:  # only an unsure learned flag reaches here
             crisis, screen.crisis_cleared = False, True
             screen.crisis_layer = f"model (cleared by the screener: {reason})"

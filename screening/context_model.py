@@ -12,7 +12,8 @@ joined text always holds that crisis, and "ok" is a brush-off, not a thank-you. 
 joined conversation as it reads any message. Trained on conversations
 (`scenarios/screen/in_context/train`), seeded and cross-validated five times over: each threshold
 is the highest that keeps the screen's recall on the pooled held-out readings at the target,
-counting what the screen already catches without it, as a user turn runs them. Shipped as an
+counting what the screen already catches without it, as a user turn runs them; after a crisis
+only the learned layer saw, unsure, a line of its own (`LINES`). Shipped as an
 artefact (app/core/learning/artefacts.py).
 """
 
@@ -37,10 +38,15 @@ if TYPE_CHECKING:
     from app.core.scenarios import Scenario
 
 NAME = "context_screen"
-FEATURE_VERSION = 4  # 2: a model for each situation; 3: read since the latest crisis; 4: what it tells
+FEATURE_VERSION = 5  # 2: a model for each situation; 3: read since the latest crisis; 4: what it tells;
+# 5: a line after an unsure crisis
 TRAIN_DIR = REPO_ROOT / "scenarios" / "screen" / "in_context" / "train"
 LOOKBACK = 3  # the user's earlier messages a danger is read with
-SITUATIONS = ("no_crisis_before", "after_a_crisis")
+SITUATIONS = ("no_crisis_before", "after_a_crisis")  # a model each
+# Each model's lines, the recall target held on each: right after a crisis the learned layer alone
+# saw, unsure, the message before was a false alarm about as often as not, so the same reading
+# means less danger going on than after a sure one.
+LINES = {"no_crisis_before": ("no_crisis_before",), "after_a_crisis": ("after_a_crisis", "after_an_unsure_crisis")}
 SETTINGS = {"c": 3.0, "folds": 5, "seed": 0, "repeats": 5, "recall_target": 0.98, "lookback": LOOKBACK,
             "screen_features": screen_model.FEATURE_VERSION}
 _CLIP = 6.0  # logits beyond this say nothing more
@@ -62,7 +68,14 @@ class ContextReading:
 class _Readings:
     values: list[float]
     after_a_crisis: bool  # the message just before was itself a crisis
+    unsure_before: bool  # … one only the learned layer saw, below its confident line
     strongest: Assessment  # the joined reading most over its line (for the crisis's kind)
+
+
+def _line(read: _Readings, *, confirmed: bool = False) -> str:
+    if not read.after_a_crisis:
+        return "no_crisis_before"
+    return "after_an_unsure_crisis" if read.unsure_before and not confirmed else "after_a_crisis"
 
 
 def training_files() -> list[Path]:
@@ -109,7 +122,7 @@ def _readings(earlier: list[str], text: str, res: Screens) -> _Readings:
     whole = assess(joined([*earlier, text]), res) if len(earlier) > 1 else last
     values = [_margin(alone), _margin(last), _margin(whole), max((_margin(b) for b in before), default=-_CLIP),
               _margin(before[-1]) if before else -_CLIP, alone.small_talk, float(asks_anything(text))]
-    return _Readings(values, bool(before) and before[-1].crisis,
+    return _Readings(values, bool(before) and before[-1].crisis, bool(before) and before[-1].unsure_crisis,
                      whole if _margin(whole) >= _margin(last) else last)
 
 
@@ -173,11 +186,14 @@ def _cross_validated(x: np.ndarray, truth: np.ndarray) -> np.ndarray:
 
 
 def _metrics(flagged: np.ndarray, truth: np.ndarray, caught_alone: np.ndarray, found: list[Scenario],
-             after: np.ndarray) -> dict[str, Any]:
+             lines: np.ndarray) -> dict[str, Any]:
     """Recall and false alarms with and without these models, over every conversation and for each
-    situation (`flagged`: a line per repeat of the cross-validation, averaged over)."""
+    line (`flagged`: a line per repeat of the cross-validation, averaged over)."""
     figures: dict[str, Any] = {}
-    for part, rows in (("all", np.ones_like(truth)), ("after_a_crisis", after), ("no_crisis_before", ~after)):
+    after = lines != "no_crisis_before"
+    parts = {"all": np.ones_like(truth), "after_a_crisis": after,  # either line
+             "after_an_unsure_crisis": lines == "after_an_unsure_crisis", "no_crisis_before": ~after}
+    for part, rows in parts.items():
         figures[part] = {
             "n": int(rows.sum()),
             "crisis_recall": round(float(flagged[:, rows & truth].mean()), 3) if (rows & truth).any() else None,
@@ -205,19 +221,23 @@ def train(res: Screens, out_dir: Path = artefacts.ARTEFACTS_DIR) -> artefacts.Mo
     for variant in ["readings", *(["embedded"] if res.embeddings else [])]:
         read = [features(since_last_crisis(_earlier(s), res), s.user, res, embedded=variant == "embedded") for s in found]
         after = np.array([r.after_a_crisis for _, r in read])
+        lines = np.array([_line(r) for _, r in read])
         repeats = SETTINGS["repeats"]
         flagged = np.tile(caught_alone, (repeats, 1))  # a line per repeat
         bundle[variant] = {}
         for situation, rows in zip(SITUATIONS, (~after, after), strict=True):
             x = np.stack([f for (f, _), row in zip(read, rows, strict=True) if row])  # type: ignore[misc]
             p = _cross_validated(x, truth[rows])
-            threshold = _threshold(p.ravel(), np.tile(truth[rows], repeats), np.tile(caught_alone[rows], repeats),
-                                   SETTINGS["recall_target"])
             weights, bias = fit_logistic(x, truth[rows], SETTINGS["c"])
-            bundle[variant][situation] = {"weights": weights, "bias": bias, "threshold": threshold}
-            thresholds[f"{variant}.{situation}"] = threshold
-            flagged[:, rows] |= p >= threshold
-        metrics[variant] = _metrics(flagged, truth, caught_alone, found, after)
+            bundle[variant][situation] = {"weights": weights, "bias": bias, "thresholds": {}}
+            for line in LINES[situation]:
+                among = lines[rows] == line
+                threshold = _threshold(p[:, among].ravel(), np.tile(truth[rows][among], repeats),
+                                       np.tile(caught_alone[rows][among], repeats), SETTINGS["recall_target"])
+                bundle[variant][situation]["thresholds"][line] = threshold
+                thresholds[f"{variant}.{line}"] = threshold
+                flagged[:, np.flatnonzero(rows)[among]] |= p[:, among] >= threshold
+        metrics[variant] = _metrics(flagged, truth, caught_alone, found, lines)
     card = artefacts.ModelCard(
         name=NAME, feature_version=FEATURE_VERSION, data_hash=data_hash,
         data_files=[str(p.relative_to(REPO_ROOT)) for p in training_files()],
@@ -247,8 +267,10 @@ class ContextModel:
                                       folder=folder)
         return cls(res, bundle, card)
 
-    def read(self, earlier: list[str], text: str) -> ContextReading | None:
-        """The message read with the user's earlier messages (oldest first); None without any."""
+    def read(self, earlier: list[str], text: str, *, crisis_before_confirmed: bool = False) -> ContextReading | None:
+        """The message read with the user's earlier messages (oldest first); None without any.
+        `crisis_before_confirmed`: a screener agreed that the message before is a crisis, so it
+        is read after as after a sure one."""
         earlier = since_last_crisis(earlier, self.res)
         if not earlier or not text.strip():
             return None
@@ -260,4 +282,5 @@ class ContextModel:
             embedded = False
         model = self.bundle["embedded" if embedded else "readings"][SITUATIONS[read.after_a_crisis]]
         p = float(sigmoid(np.asarray(x @ model["weights"] + model["bias"])))
-        return ContextReading(round(p, 4), model["threshold"], read.strongest.crisis_kind, (*earlier, text))
+        threshold = model["thresholds"][_line(read, confirmed=crisis_before_confirmed)]
+        return ContextReading(round(p, 4), threshold, read.strongest.crisis_kind, (*earlier, text))

@@ -68,6 +68,12 @@ class Assessment:
     threshold: float = 0.5  # the learned layer's crisis line for this message's reader
     language: str = ""  # the other language it is written in ("de", "hi", …); "" for English
 
+    @property
+    def unsure_crisis(self) -> bool:
+        """A crisis only the English learned layer saw, below its confident line: a false alarm
+        about as often as not ("it's my 30th tonight" after naming quetiapine)."""
+        return self.crisis and self.clearable and self.layer == "model"
+
 
 class Screens(Encoder, Protocol):
     """What reading a message needs (`Resources` provides it): the screen's models, the English

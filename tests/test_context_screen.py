@@ -75,6 +75,9 @@ def test_the_context_model_card_keeps_the_recall_target_on_held_out_readings():
         assert metrics["crisis_recall"] >= SETTINGS["recall_target"], (variant, metrics)
         assert metrics["crisis_recall"] > metrics["recall_without_context"], (variant, metrics)
         assert metrics["after_a_crisis"]["false_crisis_rate"] < 1.0, (variant, metrics)  # some are answered
+        assert metrics["after_an_unsure_crisis"]["n"] > 0, (variant, metrics)
+    lines = {name.split(".")[1] for name in card["thresholds"]}
+    assert lines == {"no_crisis_before", "after_a_crisis", "after_an_unsure_crisis"}, card["thresholds"]
 
 
 @pytest.mark.slow
@@ -132,6 +135,30 @@ def test_after_a_crisis_what_the_message_tells_decides_not_the_question_that_fol
     assert helped.route == "answer", helped
     waved_away = screened(f"he'll be fine, he always runs hot. {question}")
     assert waved_away.route == "crisis" and waved_away.crisis_layer == "conversation", waved_away
+
+
+@pytest.mark.slow
+def test_after_an_unsure_crisis_the_next_message_is_read_against_its_own_line(embedding_resources, settings):
+    """A crisis only the learned layer saw, unsure, is a false alarm about as often as not: the
+    message after it is read with it against a line of its own, drawn at the same recall target.
+    A question of its own about what was said is answered; a brush-off before a question is not."""
+    from app.screen import screen_message
+
+    def after(opening: str, message: str):
+        previous = screen_message(opening, settings=settings, resources=embedding_resources, screener=None,
+                                  llm_allowed=False, has_conversation=False).screen
+        assert previous.route == "crisis" and previous.crisis_unsure, previous
+        return screen_message(message, settings=settings, resources=embedding_resources, screener=None,
+                              llm_allowed=False, has_conversation=True, previous=previous, earlier=[opening]).screen
+
+    opening, question = ("my sister hasn't taken her tablets for a week and she's not herself",
+                         "will it take long to work again once she restarts?")
+    assert after(opening, question).route == "answer"
+    model = embedding_resources.context_model
+    unsure, sure = model.read([opening], question), model.read([opening], question, crisis_before_confirmed=True)
+    assert unsure is not None and sure is not None and unsure.threshold > sure.threshold, (unsure, sure)
+    brushed_off = after("might just swallow the lot of my lithium", "nah forget it. does lithium make you thirsty?")
+    assert brushed_off.route == "crisis" and brushed_off.crisis_layer == "conversation", brushed_off
 
 
 @pytest.mark.slow

@@ -125,9 +125,9 @@ def test_the_turn_after_a_crisis_stays_on_the_crisis_route_then_the_conversation
 ])
 def test_after_an_unsure_alarm_a_question_of_its_own_is_answered_a_brush_off_is_not(bot, message, stays):
     """Only the learned layer read the message before as a crisis, below its confident line: the
-    next message keeps the crisis route only if it asks nothing (or is a crisis itself). After a
-    sure alarm a message that asks nothing keeps it too (a question of its own after one is read
-    with it: tests/test_context_screen.py)."""
+    next message keeps the crisis route if it asks nothing, as after a sure alarm; a question of
+    its own is answered unless it carries the danger, alone or read with the message before
+    (tests/test_context_screen.py)."""
     def after(previous: InputScreen) -> str:
         return _screened(bot, message, previous=previous).route
 
