@@ -91,6 +91,7 @@ train: $(VENV)/.installed-runtime
 results: $(VENV)/.installed-runtime artefacts
 	$(BIN)/cafbot kb eval scenarios/retrieval/questions.jsonl --json docs/results/retrieval_dev.json
 	$(BIN)/cafbot kb eval scenarios/retrieval/holdout.jsonl --json docs/results/retrieval_holdout.json
+	$(BIN)/cafbot judges eval scenarios/screen/dev --tiers 0 --json docs/results/screen_dev.json
 	$(BIN)/cafbot judges eval scenarios/screen/holdout --tiers 0 --json docs/results/screen_holdout.json
 	$(BIN)/cafbot judges eval scenarios/screen/in_context/holdout --tiers 0 --json docs/results/screen_context_holdout.json
 	$(BIN)/cafbot judges eval scenarios/judges/test --tiers 0 --json docs/results/judges_test.json

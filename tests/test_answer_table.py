@@ -220,8 +220,10 @@ ROWS = [
         id="a dose brought back up hears not to take another", route="boundary", cites=("S13",),
         says=("do not take another one unless your pharmacist or prescriber says so",)),
     # The card on family risk gives a brother's or sister's chance, which understates a twin's.
+    # "could he get it too?" asks what is possible: the general answer, with the care-team pointer,
+    # is as right as the boundary reply, if it gives the twin's figure.
     row("my husband's identical twin was just diagnosed. could he get it too?",
-        id="an identical twin's risk hears the twin's figure, not only a sibling's", route="boundary", card=ANY,
+        id="an identical twin's risk hears the twin's figure, not only a sibling's", route=("boundary", "answer"),
         one_sentence_says=("identical twin", "1 in 2", r"\[S05\]$")),
     # Composed from the relapse source instead, the reply would lose "the same day".
     row("what are the warning signs that someone is relapsing?",

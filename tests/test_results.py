@@ -44,7 +44,8 @@ SHOWN = {"screen": ("n", "crisis_recall", "crisis_false_positive_rate", "route_a
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["screen_holdout", "screen_context_holdout", "judges_holdout", "retrieval_holdout"])
+@pytest.mark.parametrize("name", ["screen_dev", "screen_holdout", "screen_context_holdout", "judges_holdout",
+                                  "retrieval_holdout"])
 def test_a_holdout_s_file_is_what_its_command_gives_now(name, tmp_path):
     ev = next(e for e in results.EVALUATIONS if e.name == name)
     out = tmp_path / f"{name}.json"
