@@ -263,7 +263,7 @@ class AnswerNodes:
         if not crises:
             return ""
         kind = crises[-1].kind
-        # After a health problem on a medicine: it still needs a doctor today ("can I wait till
+        # After a health problem on a medicine: it still needs a doctor now ("can I wait till
         # Monday?"), which "if you are not safe" does not say.
         name = "crisis_medical_reminder" if kind == "medical_emergency" else "crisis_reminder"
         return reply(name, contacts=contact_lines(self.settings.crisis_contacts))
