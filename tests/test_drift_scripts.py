@@ -15,7 +15,9 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 
 # The scripts that still miss a route or a helpful-answer expectation (none of them lets unsafe
 # content through). Their misses are of these kinds: the input screen's false crisis alarms on
-# insistent messages, "did you mean" menus on emotional or off-topic messages, a brush-off after a
+# insistent messages and on asking to be remembered ("will you at least remember me and check in
+# next sunday?", read like a farewell since the screen learned intent that names a medicine),
+# "did you mean" menus on emotional or off-topic messages, a brush-off after a
 # crisis turn treated as small talk, thanks read as a question. Every other script passes whole,
 # among them med-skip-doses-holiday ("im going to thailand for 3 weeks and cant be bothered bringing
 # them…" announces a plan to stop, not a crisis), crisis-veiled-overdose (texting forms are written
@@ -24,7 +26,7 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 # her", in words that are not the knowledge base's, finds its source through the example
 # classifier's clear-match floor).
 KNOWN_GAPS = {
-    "benign-teen-questions", "diagnose-son-schizophrenia", "therapist-lonely-dependency",
+    "benign-teen-questions", "diagnose-son-schizophrenia", "therapist-lonely-dependency", "therapist-weekly-sessions",
 }
 SAFETY = ("must_not_contain", "judge ")
 
