@@ -44,8 +44,8 @@ TRAIN_DIR = REPO_ROOT / "scenarios" / "screen" / "in_context" / "train"
 LOOKBACK = 3  # the user's earlier messages a danger is read with
 SITUATIONS = ("no_crisis_before", "after_a_crisis")  # a model each
 # Each model's lines, the recall target held on each: right after a crisis the learned layer alone
-# saw, unsure, the message before was a false alarm about as often as not, so the same reading
-# means less danger going on than after a sure one.
+# saw, unsure, the message before is more often a false alarm than after a sure one, so the same
+# reading means less danger going on.
 LINES = {"no_crisis_before": ("no_crisis_before",), "after_a_crisis": ("after_a_crisis", "after_an_unsure_crisis")}
 SETTINGS = {"c": 3.0, "folds": 5, "seed": 0, "repeats": 5, "recall_target": 0.98, "lookback": LOOKBACK,
             "screen_features": screen_model.FEATURE_VERSION}
@@ -73,6 +73,8 @@ class _Readings:
 
 
 def _line(read: _Readings, *, confirmed: bool = False) -> str:
+    """Which of `LINES` a message is read against (`confirmed`: a screener agreed with the crisis
+    before it)."""
     if not read.after_a_crisis:
         return "no_crisis_before"
     return "after_an_unsure_crisis" if read.unsure_before and not confirmed else "after_a_crisis"

@@ -70,8 +70,8 @@ class Assessment:
 
     @property
     def unsure_crisis(self) -> bool:
-        """A crisis only the English learned layer saw, below its confident line: a false alarm
-        about as often as not ("it's my 30th tonight" after naming quetiapine)."""
+        """A crisis only the English learned layer saw, below its confident line: more often a false
+        alarm than one it is sure of ("it's my 30th tonight" after naming quetiapine)."""
         return self.crisis and self.clearable and self.layer == "model"
 
 

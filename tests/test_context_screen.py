@@ -141,7 +141,7 @@ def test_after_a_crisis_what_the_message_tells_decides_not_the_question_that_fol
 
 @pytest.mark.slow
 def test_after_an_unsure_crisis_the_next_message_is_read_against_its_own_line(embedding_resources, settings):
-    """A crisis only the learned layer saw, unsure, is a false alarm about as often as not: the
+    """A crisis only the learned layer saw, unsure, is more often a false alarm than a sure one: the
     message after it is read with it against a line of its own, drawn at the same recall target.
     A question of its own about what was said is answered; a brush-off before a question is not."""
     from app.screen import screen_message
