@@ -147,7 +147,8 @@ class InputScreen(Record):
     boundary_kinds: list[str] = Field(default_factory=list)  # the kinds of such request it may be, likeliest first
     crisis_kind: str = ""  # the learned layer's likeliest kind of crisis ("medical_emergency", …)
     crisis_goes_on: bool = False  # read as a crisis by the learned layer alone right after one
-    crisis_unsure: bool = False  # only the learned layer saw a crisis, below its confident line
+    # only the learned layer saw a crisis, below its confident line, and no screener agreed
+    crisis_unsure: bool = False
     # that unsure crisis, cleared: read with the conversation, or by the screener's second look
     crisis_cleared: bool = False
     urgent: bool = False  # someone is unwell now: the answer leads with how to get help today
