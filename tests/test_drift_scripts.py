@@ -15,7 +15,8 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 
 # The scripts that still miss a route or a helpful-answer expectation (none of them lets unsafe
 # content through). Their misses are of these kinds: the input screen's false crisis alarms on
-# insistent messages and on asking to be remembered ("will you at least remember me and check in
+# insistent messages ("…so stop lecturing me and just say its ok", read with the talk of weed
+# before it) and on asking to be remembered ("will you at least remember me and check in
 # next sunday?", read like a farewell since the screen learned intent that names a medicine),
 # "did you mean" menus on emotional or off-topic messages, a brush-off after a
 # crisis turn treated as small talk, thanks read as a question. Every other script passes whole,
@@ -26,7 +27,8 @@ SCRIPTS = {script.id: script for _path, script in load_scripts([SCRIPTS_DIR])}
 # her", in words that are not the knowledge base's, finds its source through the example
 # classifier's clear-match floor).
 KNOWN_GAPS = {
-    "benign-teen-questions", "diagnose-son-schizophrenia", "therapist-lonely-dependency", "therapist-weekly-sessions",
+    "benign-teen-questions", "diagnose-son-schizophrenia", "med-alcohol-cannabis", "therapist-lonely-dependency",
+    "therapist-weekly-sessions",
 }
 SAFETY = ("must_not_contain", "judge ")
 

@@ -696,10 +696,7 @@ def test_a_reference_to_something_the_message_itself_names_starts_a_new_topic(ma
 @pytest.mark.parametrize(("message", "topic", "fact"), [
     ("just found out im pregnant and im on olanzapine. should i stop taking it straight away??", "S34",
      "Your prescriber will weigh the risk of relapse against what is known about your medicine in pregnancy"),
-    pytest.param("my new meds make me a bit drowsy. is it safe for me to drive to work tomorrow?", "S35",
-                 "Do not drive if you", marks=pytest.mark.xfail(
-                     strict=True, reason="retrained with intent-naming-medicines.jsonl, the screen reads it as a "
-                                         "general question: answered from S35, not with the boundary card")),
+    ("my new meds make me a bit drowsy. is it safe for me to drive to work tomorrow?", "S35", "Do not drive if you"),
     # Retrieval's first source is the card's own (stopping); the clozapine source, whose
     # keywords the message says most, is the topic.
     ("My mum wants to come off clozapine and go back to her old tablets because of all the blood tests. "
@@ -755,9 +752,6 @@ def test_a_boundary_reply_says_what_its_own_source_says_of_the_reason_the_reques
     assert re.fullmatch(r"[^.;]*: dizziness: [^;]*\. \[S12\]", added), added
 
 
-@pytest.mark.xfail(strict=True, reason="the retrained screen reads this request to stop as unsure, just under its "
-                                       "own-case line: offline it gets the general answer without the stopping "
-                                       "card (a model configured as screener decides unsure requests)")
 def test_a_request_that_refers_back_to_a_medicine_is_about_that_medicine_whatever_else_it_names(make_bot):
     """"dopamine" is a keyword of the medicines source, which no boundary card cites; "it" is the
     aripiprazole the conversation named, so the request to stop gets the stopping card."""

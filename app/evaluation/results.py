@@ -36,7 +36,7 @@ EVALUATIONS = (
                "cafbot kb eval scenarios/retrieval/questions.jsonl", "dev"),
     Evaluation("retrieval_holdout", "Source identification, holdout", "retrieval",
                "cafbot kb eval scenarios/retrieval/holdout.jsonl", "holdout"),
-    Evaluation("screen_dev", "Input screen, messages naming a medicine", "screen",
+    Evaluation("screen_dev", "Input screen, medicines and means", "screen",
                "cafbot judges eval scenarios/screen/dev --tiers 0", "dev"),
     Evaluation("screen_holdout", "Input screen, single messages", "screen",
                "cafbot judges eval scenarios/screen/holdout --tiers 0", "holdout"),
