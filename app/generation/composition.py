@@ -105,7 +105,8 @@ class Composer:
             return card.body if fits else card.with_opening(reply("boundary_opening"))
         if card.kind != "answer":
             return card.body
-        return led_by_answer(card.body, turn.question, self.embed)
+        # Led by the words meant ("alchol" -> "alcohol"), as retrieval and composed answers read them.
+        return led_by_answer(card.body, self.reader.correct_spelling(turn.question), self.embed)
 
     def what_the_topic_adds(self, turn: Turn, card: AnswerCard) -> str:
         """After a boundary card, what the source on the request's own topic says of it, when the
