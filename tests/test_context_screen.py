@@ -118,21 +118,27 @@ def test_an_ordinary_question_after_a_worrying_message_is_not_a_crisis(embedding
     assert screen.route != "crisis", screen
 
 
+def _after_crisis(opening: str, message: str, settings, resources, *, unsure: bool):
+    """The screen of `message` sent right after `opening`, which must read as a crisis, unsure
+    (only the learned layer saw it, below its confident line) or sure as `unsure` says."""
+    from app.screen import screen_message
+
+    previous = screen_message(opening, settings=settings, resources=resources, screener=None,
+                              llm_allowed=False, has_conversation=False).screen
+    assert previous.route == "crisis" and previous.crisis_unsure == unsure, previous
+    return screen_message(message, settings=settings, resources=resources, screener=None,
+                          llm_allowed=False, has_conversation=True, previous=previous, earlier=[opening]).screen
+
+
 @pytest.mark.slow
 def test_after_a_crisis_what_the_message_tells_decides_not_the_question_that_follows(embedding_resources, settings):
     """The same question after an emergency: answered once help has come, still the crisis when
     the danger is waved away."""
-    from app.screen import screen_message
-
-    earlier = ["my dad is burning up and rigid since his depot injection yesterday"]
+    opening = "my dad is burning up and rigid since his depot injection yesterday"
     question = "how long does a depot last?"
 
     def screened(message: str):
-        previous = screen_message(earlier[0], settings=settings, resources=embedding_resources, screener=None,
-                                  llm_allowed=False, has_conversation=False).screen
-        assert previous.route == "crisis" and not previous.crisis_unsure, previous
-        return screen_message(message, settings=settings, resources=embedding_resources, screener=None,
-                              llm_allowed=False, has_conversation=True, previous=previous, earlier=earlier).screen
+        return _after_crisis(opening, message, settings, embedding_resources, unsure=False)
 
     helped = screened(f"the paramedics have taken him in and he's being treated. {question}")
     assert helped.route == "answer", helped
@@ -140,25 +146,19 @@ def test_after_a_crisis_what_the_message_tells_decides_not_the_question_that_fol
     assert waved_away.route == "crisis" and waved_away.crisis_layer == "conversation", waved_away
 
 
+UNSURE_OPENING = "my son is hoarding his tablets in a sock under the bed"  # read as a crisis, unsure
+
+
 @pytest.mark.slow
 def test_after_an_unsure_crisis_the_next_message_is_read_against_its_own_line(embedding_resources, settings):
     """A crisis only the learned layer saw, unsure, is more often a false alarm than a sure one: the
     message after it is read with it against a line of its own, drawn at the same recall target.
     A question of its own about what was said is answered."""
-    from app.screen import screen_message
-
-    def after(opening: str, message: str):
-        previous = screen_message(opening, settings=settings, resources=embedding_resources, screener=None,
-                                  llm_allowed=False, has_conversation=False).screen
-        assert previous.route == "crisis" and previous.crisis_unsure, previous
-        return screen_message(message, settings=settings, resources=embedding_resources, screener=None,
-                              llm_allowed=False, has_conversation=True, previous=previous, earlier=[opening]).screen
-
-    opening = "my son is hoarding his tablets in a sock under the bed"
     question = "how do I bring up his medicine with him without a fight?"
-    assert after(opening, question).route == "answer"
+    assert _after_crisis(UNSURE_OPENING, question, settings, embedding_resources, unsure=True).route == "answer"
     model = embedding_resources.context_model
-    unsure, sure = model.read([opening], question), model.read([opening], question, crisis_before_confirmed=True)
+    unsure, sure = (model.read([UNSURE_OPENING], question),
+                    model.read([UNSURE_OPENING], question, crisis_before_confirmed=True))
     assert unsure is not None and sure is not None and unsure.threshold > sure.threshold, (unsure, sure)
 
 
@@ -167,15 +167,8 @@ def test_after_an_unsure_crisis_the_next_message_is_read_against_its_own_line(em
                                        "line 0.30: 'he's fine' reads like the danger over; brush-offs in the "
                                        "pending after-crisis dev are caught 0.80 of the time, as before")
 def test_after_an_unsure_crisis_a_brush_off_before_a_question_keeps_the_crisis_route(embedding_resources, settings):
-    from app.screen import screen_message
-
-    opening = "my son is hoarding his tablets in a sock under the bed"
-    previous = screen_message(opening, settings=settings, resources=embedding_resources, screener=None,
-                              llm_allowed=False, has_conversation=False).screen
-    assert previous.route == "crisis" and previous.crisis_unsure, previous
-    brushed_off = screen_message("nah he's fine, forget it. do antipsychotics cause weight gain?", settings=settings,
-                                 resources=embedding_resources, screener=None, llm_allowed=False,
-                                 has_conversation=True, previous=previous, earlier=[opening]).screen
+    brushed_off = _after_crisis(UNSURE_OPENING, "nah he's fine, forget it. do antipsychotics cause weight gain?",
+                                settings, embedding_resources, unsure=True)
     assert brushed_off.route == "crisis" and brushed_off.crisis_layer == "conversation", brushed_off
 
 
