@@ -124,6 +124,12 @@ def as_question(text: str, res: Screens) -> Assessment:
     return res.remember("crisis.as_question", text, lambda: _question(*_read_english(text, res), True, ""))
 
 
+def request_kinds(text: str, res: Screens) -> list[str]:
+    """The kinds of request an English message makes, likeliest first: for a message read with
+    the conversation ("can I stop it?" as "can I stop olanzapine?")."""
+    return res.remember("crisis.request_kinds", text, lambda: _read_english(text, res)[1])
+
+
 def _question(reading: Reading, kinds: list[str], english: bool, language: str) -> Assessment:
     personal = reading.personal >= reading.personal_threshold
     return Assessment(False, reading.crisis, small_talk=reading.small_talk, english=english, language=language,

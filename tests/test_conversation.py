@@ -232,6 +232,20 @@ def test_a_misspelt_follow_up_is_answered_as_the_words_meant(bot):
     assert answers[1] == answers[0]
 
 
+@pytest.mark.parametrize(("opening", "follow_up", "named"), [
+    ("whats olanzapine", "can I stop it?", "can I stop olanzapine?"),
+    ("what is clozapine", "can i cut down on it?", "can i cut down on clozapine?"),
+])
+def test_a_request_referring_back_to_a_medicine_gets_the_card_its_named_form_gets(bot, opening, follow_up, named):
+    """The kind of a request is read with the medicine its "it" stands for: "can I stop it?" after
+    olanzapine asks to stop olanzapine (read alone, "it" could be a side effect)."""
+    alone = bot.ask(bot.new_thread(), named)
+    thread = bot.new_thread()
+    bot.ask(thread, opening)
+    trace = bot.ask(thread, follow_up)
+    assert alone.route == trace.route == "boundary" and alone.card is not None
+    assert trace.card == alone.card, trace.answer
+
 def test_a_follow_up_asking_for_a_kind_of_answer_is_composed_on_its_own_words(bot):
     """"How often…?" after a topic: more from the topic's sources, chosen for a frequency, not
     the first question's words again."""

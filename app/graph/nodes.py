@@ -148,8 +148,11 @@ class AnswerNodes:
             "resolved_question": read_as if read_as != state["screen"].text else "",
             "model_calls": [*state["trace"].model_calls, *read.calls],
             "card": match.card.id if confident else None})
+        screen = state["screen"]
+        if read.requests != screen.boundary_kinds:  # the kinds as read with the conversation
+            screen = screen.model_copy(update={"boundary_kinds": read.requests})
         return {"identification": identification, "trace": trace, "topic": read.topic,
-                "question": read.question,
+                "question": read.question, "screen": screen,
                 "card": match.card.id if match else None, "card_confident": confident}
 
     def _card(self, state: ChatState) -> AnswerCard | None:

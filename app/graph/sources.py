@@ -29,20 +29,22 @@ from app.retrieval.condense import condense
 from app.retrieval.references import named_medicines, refers_back, with_subject
 from app.retrieval.references import resolve as resolve_references
 from app.screen import adds_no_topic
-from screening.crisis import answerable_emergency
+from screening.crisis import answerable_emergency, request_kinds
 
 
 @dataclass(frozen=True)
 class Reading:
     """`text`: the message as retrieval read it (references resolved, or a model's rewrite);
     `question`: what the answer is composed for; `topic`: the conversation's, after this message;
-    `calls`: the model calls made to read it."""
+    `requests`: the kinds of request it makes, as read with the conversation; `calls`: the model
+    calls made to read it."""
 
     identification: Identification
     readings: Readings
     topic: list[str]
     question: str
     text: str
+    requests: list[str]
     calls: list[ModelCall]
 
 
@@ -58,6 +60,7 @@ class SourceReader:
         chosen = resolve_clarification(text, state.get("clarify_candidates") or [])
         previous = last_user_message(state)
         topic = list(state.get("topic") or [])
+        requests = list(screen.boundary_kinds)
         calls, condensed = [], None
         own = own_case(screen)  # whose case and what is asked: read once for the checks below
         # What the answer is composed for, in the asker's own words (see extractive_answer).
@@ -89,6 +92,10 @@ class SourceReader:
             # A message that opens like a continuation ("and for teenagers?", "what about for
             # kids?") leans on the topic as a reference does, whatever its own words name.
             referred, text = subject_named != text or screen.follow_up, subject_named
+            if requests and medicines_named(text) - medicines_named(screen.text):
+                # A request is of the kind its words mean with the medicine they refer to: "can I
+                # stop it?" after olanzapine asks to stop olanzapine, not to stop a side effect.
+                requests = request_kinds(text, self.services.resources) or requests
             last_sources = [c.source_id for c in self.last_answer_sources(state)]
             identification = self.services.identifier.identify(text, context=" ".join(topic), own_topic=own_topic,
                                                                last_sources=last_sources, referred=referred)
@@ -116,15 +123,16 @@ class SourceReader:
                 topic = [topic[0], text]
             # "can I just stop taking it?" after clozapine speaks of a medicine, by reference.
             medicine = mentions_medicine(text) or (refers_back(text) and bool(named_medicines(read_topic)))
-            readings = self._readings(state, text, identification, last_sources, own, medicine)
+            readings = self._readings(state, text, identification, last_sources, own, medicine, requests)
         return Reading(identification=identification, readings=readings, topic=topic, question=asked_now,
-                       text=text, calls=calls)
+                       text=text, requests=requests, calls=calls)
 
     def _readings(self, state: ChatState, text: str, identification: Identification, last_sources: list[str],
-                  own: bool, medicine: bool) -> Readings:
+                  own: bool, medicine: bool, requests: list[str]) -> Readings:
         """What `decide` reads of a message retrieval read (`text`, as it read it): the cards it
         matches, and whose case, what is asked, how urgent, what was said already. `medicine`:
-        it speaks of a medicine, by name, in words or by reference to the conversation's."""
+        it speaks of a medicine, by name, in words or by reference to the conversation's;
+        `requests`: the kinds of request it makes."""
         screen, cards, settings = state["screen"], self.services.cards, self.services.settings.retrieval
         # Retrieval's sources vouch for a card only for a message read on its own words:
         # "can it be permanent?" after NMS is not about the tardive dyskinesia card's "it".
@@ -138,12 +146,12 @@ class SourceReader:
         # Matched on its words as the screen read them ("is schizofrenia genetic" is the causes
         # card's question, not the one on what schizophrenia is); texting forms stay as typed.
         match = cards.match(self.services.identifier.correct_english(text), settings,
-                            own_case=own, requests=screen.boundary_kinds, found=found,
+                            own_case=own, requests=requests, found=found,
                             topics=named, subjects=subjects, medicine=medicine,
                             continued=last_sources if identification.context else [])
         # Sought only when the message's own words match no card (see `decide`).
         in_context = cards.match(f"{identification.context} {text}", settings, own_case=own,
-                                 requests=screen.boundary_kinds) \
+                                 requests=requests) \
             if match is None and identification.context else None
         nearest = cards.nearest_boundary(text, settings) \
             if seeks_nearest_boundary(own, screen.urgent, identification.outcome, match) else None
