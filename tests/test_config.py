@@ -52,3 +52,17 @@ def test_unknown_caf_tiers_are_refused():
 
     with pytest.raises(ValidationError, match="tiers"):
         Settings(caf={"tiers": [0, 7]})
+
+
+def test_the_prompt_has_room_for_the_three_longest_sources():
+    """The sources a card cites and retrieval's others all reach the prompt: a source that
+    grows must not push the one on the request's topic out (the composer quotes only those)."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from app.kb.loader import load_knowledge_base
+
+    settings = Settings()
+    costs = sorted((count_tokens_approximately([HumanMessage(source.body)])
+                    for source in load_knowledge_base(settings.knowledge_base)), reverse=True)
+    assert sum(costs[:3]) <= settings.prompting.source_token_budget

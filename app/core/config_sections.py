@@ -120,8 +120,8 @@ class Retrieval(Record):
 
 class Prompting(Record):
     # LangChain's approximate tokens (about four characters each): room for the three sources
-    # retrieval picks, however long (the longest three: 2,756), and for four of average length (641).
-    source_token_budget: int = Field(2800, ge=200)
+    # retrieval picks, however long (the longest three: 2,973), and for four of average length (650).
+    source_token_budget: int = Field(3000, ge=200)
     keep_sources_for_turns: int = Field(2, ge=0)
     history_turns: int = Field(6, ge=0)
     history_token_budget: int = Field(1500, ge=100)  # the recent turns kept in the chat prompt

@@ -160,6 +160,15 @@ class Composer:
         card_says = cited_to(card.body, source_id) if as_reason else card.body
         return set(said(asked, source_id)) - set(said(card_says, source_id))
 
+    def medicine_source(self, turn: Turn, card: AnswerCard | None) -> str:
+        """The source titled after the medicine the request is about (the message or the
+        conversation names it) that a boundary card does not cite, if any ("" otherwise)."""
+        if card is None or card.kind != "boundary":
+            return ""
+        about = medicines_named(turn.resolved or turn.message)
+        return next((source.id for source in self.reader.knowledge_base
+                     if about & medicines_named(source.title) and source.id not in card.sources), "")
+
     def medicine_s_own_source(self, turn: Turn, card: AnswerCard) -> str:
         """The source about the medicine the request is about (the message or the conversation
         names it), when there is one, the card does not cite it, and a sentence of it speaks to the
@@ -167,11 +176,8 @@ class Composer:
         its own ("I'm on clozapine", "can I start back on my normal dose tonight?": after a break of
         two days, not at the usual dose)."""
         request = turn.resolved or turn.message
-        about = medicines_named(request)
-        source = next((source.id for source in self.reader.knowledge_base
-                       if about & medicines_named(source.title) and source.id not in card.sources
-                       and source.id in turn.given), "")
-        doc = self.source_text(source) if source else None
+        source = self.medicine_source(turn, card)
+        doc = self.source_text(source) if source in turn.given else None
         # Only when it speaks to the request: the clozapine source has nothing on a drink at a wedding.
         best = pick_sentences([request], [doc], self.embed, max_sentences=1, quoted=card.body) if doc else []
         return source if best and best[0].score >= self.medicine_source_floor else ""

@@ -203,12 +203,14 @@ class AnswerNodes:
         # or not: a reply quoting a fact whose source the budget left out is rejected
         facts = citations_in(" ".join(self.composer.kinds_facts(turn_so_far)))
         reasons = self.composer.reasons_said(turn_so_far, card)  # and the sources of the reason it gives
-        required |= {*facts, *reasons}
+        # and the source of the medicine a request names, whose safety facts may be added to its card
+        medicine = [sid] if (sid := self.composer.medicine_source(turn_so_far, card)) else []
+        required |= {*facts, *reasons, *medicine}
         recent = [sid for sid, last in sorted((state.get("sources_in_play") or {}).items(),
                                               key=lambda item: -item[1])
                   if last >= turn - prompting.keep_sources_for_turns and sid not in chosen]
         included, dropped, budget = [], [], prompting.source_token_budget
-        for sid in dict.fromkeys([*chosen, *facts, *reasons, *recent]):
+        for sid in dict.fromkeys([*chosen, *facts, *reasons, *medicine, *recent]):
             doc = self.services.source_text(sid)
             cost = count_tokens_approximately([HumanMessage(doc.text)]) if doc else 0
             if doc and (cost <= budget or sid in required):  # the best source (or a card's) always goes in
