@@ -64,18 +64,22 @@ class CardMatcher:
         self._owners = [card for card in self.cards for _ in card.questions]
         self._phrasings = [q for card in self.cards for q in card.questions]
         self._defining = np.array([wanted(q) == "definition" for q in self._phrasings], dtype=bool)
-        self._defining_medicine = np.flatnonzero(self._defining & np.array(
-            [names_a_medicine(q) for q in self._phrasings], dtype=bool))
+        self._naming = np.array([names_a_medicine(q) for q in self._phrasings], dtype=bool)
+        self._defining_medicine = np.flatnonzero(self._defining & self._naming)
         self._vectors: np.ndarray | None = None
-        self._unnamed: np.ndarray | None = None  # those phrasings with the name read as SOME_MEDICINE
+        self._unnamed: np.ndarray | None = None  # every phrasing with each name read as SOME_MEDICINE
         self.safety_facts = safety_facts(self.cards)  # by kind of request, read once
+        declared = {kind for card in self.cards if card.safety_fact for kind in card.requests}
+        self._situational = [not owner.safety_fact and bool(declared & set(owner.requests)) for owner in self._owners]
         self.kinds_answered = frozenset(kind for card in self.cards for kind in card.requests)
 
     def _matrix(self) -> np.ndarray:
         if self._vectors is None:  # on first use: building services stays cheap
             self._vectors = self._embed(self._phrasings)
-            self._unnamed = self._embed([without_medicines(self._phrasings[i], SOME_MEDICINE)
-                                         for i in self._defining_medicine]) if len(self._defining_medicine) else None
+            self._unnamed = self._vectors.copy()
+            if self._naming.any():
+                self._unnamed[self._naming] = self._embed([without_medicines(q, SOME_MEDICINE) for q, naming
+                                                           in zip(self._phrasings, self._naming, strict=True) if naming])
         return self._vectors
 
     def match(self, question: str, settings: Retrieval, *, own_case: bool = False,
@@ -228,14 +232,32 @@ class CardMatcher:
         serving = [i for i, owner in enumerate(self._owners) if set(requests) & set(owner.requests)]
         if not serving:
             return None
-        best = max(serving, key=lambda i: similarities[i])
+        # The kind's cards differ in the situation, not the medicine: "my dad took his clozapine
+        # twice by mistake" is nearer "I haven't taken my clozapine for a few days" than "my mum
+        # took her evening medicine twice by mistake" for the name alone.
+        unnamed = self._unnamed_similarities(question)
+        closeness = similarities if unnamed is None else unnamed
+
+        def closest(rows: list[int]) -> int:
+            """The closest of these, unless it is a card for one situation of a kind whose fact
+            another card declares ("an extra dose by mistake", beside the card on missed doses)
+            and is not much closer than the closest card that is not: such a card answers only
+            what clearly is its situation ("she spat one out, should I give her another?" is not)."""
+            best = max(rows, key=lambda i: closeness[i])
+            others = [i for i in rows if not self._situational[i]]
+            if self._situational[best] and others \
+                    and closeness[best] - closeness[(other := max(others, key=lambda i: closeness[i]))] < MUCH_CLOSER:
+                return other
+            return best
+
+        best = closest(serving)
         for vouched in vouching:
             # A card speaks to its reasons too (a request to switch because of the weight).
             backed = [i for i in serving if set(vouched) & {*self._owners[i].sources, *self._owners[i].reasons}]
             if not backed:
                 continue
-            agreeing = max(backed, key=lambda i: similarities[i])
-            if similarities[best] - similarities[agreeing] < MUCH_CLOSER:
+            agreeing = closest(backed)
+            if closeness[best] - closeness[agreeing] < MUCH_CLOSER:
                 best = agreeing
             break
         nearest = self._nearest_boundary(similarities)
@@ -272,11 +294,19 @@ class CardMatcher:
         similarities = self._matrix() @ self._embed([question])[0]
         if wanted(question) in ("duration", "frequency"):
             similarities = np.where(self._defining, -1.0, similarities)
-        if self._unnamed is not None and names_a_medicine(question):
-            asked = self._unnamed @ self._embed([without_medicines(question, SOME_MEDICINE)])[0]
+        if len(self._defining_medicine) and (asked := self._unnamed_similarities(question)) is not None:
             rows = self._defining_medicine
-            similarities[rows] = (similarities[rows] + asked) / 2
+            similarities[rows] = (similarities[rows] + asked[rows]) / 2
         return similarities
+
+    def _unnamed_similarities(self, question: str) -> np.ndarray | None:
+        """The question's cosine to every card phrasing with each medicine's name, in both, read
+        as SOME_MEDICINE (None: the question names none)."""
+        if not names_a_medicine(question):
+            return None
+        self._matrix()
+        assert self._unnamed is not None
+        return self._unnamed @ self._embed([without_medicines(question, SOME_MEDICINE)])[0]
 
     def _closest(self, similarities: np.ndarray, settings: Retrieval, *,
                  boundary_only: bool = False, on_sources: Collection[str] = ()) -> CardMatch | None:
