@@ -48,6 +48,7 @@ def row(*conversation: str, id: str, marks=(), **expected):
 
 NAMED_MEDICINE = ("second-generation", "the main medicines used to treat schizophrenia")
 MISSED_DOSE = ("do not take extra to catch up", "pharmacist|care team")
+EXTRA_DOSE = ("(?i)extra dose has been taken by mistake", "emergency number")
 OLANZAPINE_SIDE_EFFECTS = "what are the side efects of olanzapine"
 WHO_TO_ASK = "prescriber|pharmacist|care (team|coordinator)|psychiatrist|doctor|GP|out-of-hours"
 
@@ -85,6 +86,15 @@ ROWS = [
     row("didnt take my risperidone yesterday, can i just have a double one today",
         id="a double dose after a missed one hears not to take extra", route="boundary", card=ANY,
         kind="missed_dose", says=MISSED_DOSE),
+    row("took my olanzapine twice by accident this morning, what do i do?",
+        id="an extra dose by mistake hears who to contact now and when it is an emergency", route="boundary",
+        card=ANY, kind="missed_dose", says=EXTRA_DOSE),
+    row("my dad took his evening clozapine twice by mistake, what should we do",
+        id="the same for clozapine, which the missed-dose card names", route="boundary", card=ANY,
+        kind="missed_dose", says=EXTRA_DOSE),
+    row("my son was sick straight after his tablet, should he have another?",
+        id="sick after a dose is the missed-dose card's, not the one on extra doses by mistake", route="boundary",
+        card=ANY, kind="missed_dose", says=("(?i)sick soon after taking a dose",), never_says=EXTRA_DOSE[:1]),
     row("slept thru my evening tablet, shuold i have two tomorow morning?",
         id="misspelt, a missed dose is read as the speller reads it", route="boundary", card=ANY,
         kind="missed_dose", says=MISSED_DOSE),
@@ -101,10 +111,7 @@ ROWS = [
         kind="stop_or_reduce", says=("Never change or stop an antipsychotic on your own",)),
     row("my doctor put me on clozapine last month", "can I stop it?", id="a bare request to stop the medicine "
         "named before: the card for stopping, not the one for side effects", route="boundary", card=ANY,
-        kind="stop_or_reduce",
-        marks=pytest.mark.xfail(strict=True, reason="in the kinds' data \"should I stop it?\" mostly ends a message "
-                                                    "naming a side effect; scenarios/screen/pending/stop-or-side-effect"
-                                                    ".jsonl fixes it but costs a dev row")),
+        kind="stop_or_reduce"),
     row("what is olanzapine?", "should i take more of it", id="a dose request about the medicine named before: "
         "the dose card", route="boundary", card=ANY, kind="dose"),
     # -- someone unwell, and who to call --
