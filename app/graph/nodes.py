@@ -148,11 +148,8 @@ class AnswerNodes:
             "resolved_question": read_as if read_as != state["screen"].text else "",
             "model_calls": [*state["trace"].model_calls, *read.calls],
             "card": match.card.id if confident else None})
-        screen = state["screen"]
-        if read.requests != screen.boundary_kinds:  # the kinds as read with the conversation
-            screen = screen.model_copy(update={"boundary_kinds": read.requests})
-        return {"identification": identification, "trace": trace, "topic": read.topic,
-                "question": read.question, "screen": screen,
+        return {"identification": identification, "trace": trace, "topic": read.topic, "question": read.question,
+                "screen": state["screen"].model_copy(update={"boundary_kinds": read.requests}),  # as read in context
                 "card": match.card.id if match else None, "card_confident": confident}
 
     def _card(self, state: ChatState) -> AnswerCard | None:
