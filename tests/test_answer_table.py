@@ -48,7 +48,7 @@ def row(*conversation: str, id: str, marks=(), **expected):
 
 NAMED_MEDICINE = ("second-generation", "the main medicines used to treat schizophrenia")
 MISSED_DOSE = ("do not take extra to catch up", "pharmacist|care team")
-EXTRA_DOSE = ("(?i)extra dose has been taken by mistake", "emergency number")
+EXTRA_DOSE = ("(?i)extra dose.{0,40} has been taken by mistake", "emergency number")
 OLANZAPINE_SIDE_EFFECTS = "what are the side efects of olanzapine"
 WHO_TO_ASK = "prescriber|pharmacist|care (team|coordinator)|psychiatrist|doctor|GP|out-of-hours"
 
@@ -92,6 +92,9 @@ ROWS = [
     row("my dad took his evening clozapine twice by mistake, what should we do",
         id="the same for clozapine, which the missed-dose card names", route="boundary", card=ANY,
         kind="missed_dose", says=EXTRA_DOSE),
+    row("i accidentally took my dads clozapine instead of my own tablet",
+        id="someone else's medicine taken by mistake hears who to contact now", route="boundary", card=ANY,
+        kind="missed_dose", says=("(?i)someone else's medicine, has been taken by mistake", "emergency number")),
     # Whichever of the two cards its words are nearer, an extra dose hears who to contact now.
     row("my son accidentally had two of his risperidone tablets instead of one",
         id="an extra dose in other words still hears who to contact now", route="boundary", card=ANY,
