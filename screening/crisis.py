@@ -127,7 +127,7 @@ def as_question(text: str, res: Screens) -> Assessment:
 def request_kinds(text: str, res: Screens) -> list[str]:
     """The kinds of request an English message makes, likeliest first: for a message read with
     the conversation ("can I stop it?" as "can I stop olanzapine?")."""
-    return res.remember("crisis.request_kinds", text, lambda: _read_english(text, res)[1])
+    return res.remember("crisis.request_kinds", text, lambda: res.request_kind.read(_as_meant(text, res)[1]))
 
 
 def _question(reading: Reading, kinds: list[str], english: bool, language: str) -> Assessment:
@@ -151,13 +151,18 @@ def _read_english(text: str, res: Screens) -> tuple[Reading, list[str]]:
     the writer's own case is read of what its idioms say: the crisis reading sees a mark where
     "cut down on" was, and so would hear "should I cut down on my tablets" ask nothing of the
     writer's own ("should I reduce my tablets" does)."""
-    spelt = res.correct_english(text) if res.correct_english else text
-    marked, meant = marked_and_read(spelt)
+    marked, meant = _as_meant(text, res)
     reading = res.screen_model.read(marked)
     if meant != marked:
         asked = res.screen_model.read(meant)
         reading = replace(reading, personal=asked.personal, boundary_kind=asked.boundary_kind)
     return reading, res.request_kind.read(meant)
+
+
+def _as_meant(text: str, res: Screens) -> tuple[str, str]:
+    """A message spelt right, with its idioms marked (as the crisis reading reads it) and read as
+    what they say (as a request is read)."""
+    return marked_and_read(res.correct_english(text) if res.correct_english else text)
 
 
 def answerable_emergency(text: str, res: Screens) -> bool:
