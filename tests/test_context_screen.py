@@ -45,6 +45,7 @@ def test_no_training_message_nearly_repeats_a_holdout_or_evaluation_message(embe
     trained = [m["user"] for m in _lines(*sorted((IN_CONTEXT / "train").glob("*.jsonl")),
                                          REPO / "scenarios" / "screen" / "train" / "means-questions.jsonl",
                                          REPO / "scenarios" / "screen" / "train" / "means-wordings.jsonl",
+                                         REPO / "scenarios" / "screen" / "train" / "means-veiled.jsonl",
                                          REPO / "scenarios" / "screen" / "train" / "intent-naming-medicines.jsonl")]
     measured = [m["user"] for m in _lines(*sorted((IN_CONTEXT / "holdout").glob("*.jsonl")),
                                           *sorted((REPO / "scenarios" / "screen" / "holdout").glob("*.jsonl")))]
