@@ -80,7 +80,10 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     # after a crisis, whether this message still carries it. A crisis only the learned layer saw,
     # unsure, is read so too: "how often would someone need to have it done?" after a depot was
     # mentioned is a question about the depot.
-    second_reading = screen.crisis_unsure and not after_crisis
+    # Only a conversation with something to say can clear it: after "hello" alone, "is there a
+    # medicine that would let me fall asleep forever" is read as it stands.
+    second_reading = screen.crisis_unsure and not after_crisis and any(
+        assess(said, resources).small_talk < SMALL_TALK_FROM for said in earlier if said.strip())
     context = None if (crisis and not second_reading) or resources.context_model is None \
         else resources.context_model.read(list(earlier), cleaned.text, crisis_before_confirmed=(
             after_crisis and previous is not None and not previous.crisis_unsure))
