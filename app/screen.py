@@ -23,6 +23,7 @@ from app.input import clean_message
 from judges.crisis_screen import needs_second_look, second_look
 from judges.local.resources import Resources
 from judges.request_screen import needs_request_look, request_look
+from screening.context_model import LOOKBACK
 from screening.crisis import Assessment, as_question, assess
 
 SMALL_TALK_FROM = 0.5  # the learned layer's small-talk probability from which a message is small talk
@@ -80,10 +81,7 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
     # after a crisis, whether this message still carries it. A crisis only the learned layer saw,
     # unsure, is read so too: "how often would someone need to have it done?" after a depot was
     # mentioned is a question about the depot.
-    # Only a conversation with something to say can clear it: after "hello" alone, "is there a
-    # medicine that would let me fall asleep forever" is read as it stands.
-    second_reading = screen.crisis_unsure and not after_crisis and any(
-        assess(said, resources).small_talk < SMALL_TALK_FROM for said in earlier if said.strip())
+    second_reading = screen.crisis_unsure and not after_crisis and _says_something(earlier, resources)
     context = None if (crisis and not second_reading) or resources.context_model is None \
         else resources.context_model.read(list(earlier), cleaned.text, crisis_before_confirmed=(
             after_crisis and previous is not None and not previous.crisis_unsure))
@@ -143,6 +141,13 @@ def screen_message(raw: str, *, settings: Settings, resources: Resources, screen
         else:
             screen.personal_advice = own_case
     return result
+
+
+def _says_something(earlier: Sequence[str], resources: Resources) -> bool:
+    """Whether the messages the context model reads a message with hold more than small talk: only
+    they can clear an unsure crisis (after "hello" alone, "is there a medicine that would let me
+    fall asleep forever" is read as it stands)."""
+    return any(assess(said, resources).small_talk < SMALL_TALK_FROM for said in earlier[-LOOKBACK:] if said.strip())
 
 
 def _read_request(screen: InputScreen, found: Assessment, text: str, earlier: Sequence[str],
